@@ -1,0 +1,87 @@
+"""rlwrappers: composable, seeded, self-recording perturbations for Gymnasium envs.
+
+Wrap any env in one line, register perturbed env IDs, record what every perturbation did, and read the logs
+back::
+
+    >>> import gymnasium as gym, rlwrappers as rw
+    >>> env = rw.wrap(gym.make("CartPole-v1"), "obs_noise(std=0.1)", "action_noise(p=0.05)")
+    >>> obs, info = env.reset(seed=0)
+
+Heavy dependencies (torch, pyarrow writers, pandas readers, MuJoCo, ALE) load only when used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlwrappers import error, schedule, transforms
+from rlwrappers._version import __version__
+from rlwrappers.core import (
+    INFO_KEY,
+    Entry,
+    Perturb,
+    Perturbation,
+    PerturbationLayer,
+    layers,
+    perturbations,
+    wrap,
+)
+from rlwrappers.registration import catalogue, register
+from rlwrappers.wrappers import (
+    ActionNoise,
+    DynamicsShift,
+    InitialStateNoise,
+    ObservationNoise,
+    RewardNoise,
+    StickyAction,
+)
+
+__all__ = [
+    "__version__",
+    # one line
+    "wrap",
+    "register",
+    "perturbations",
+    "catalogue",
+    # wrappers
+    "Perturb",
+    "ObservationNoise",
+    "ActionNoise",
+    "StickyAction",
+    "RewardNoise",
+    "InitialStateNoise",
+    "DynamicsShift",
+    # building blocks
+    "Perturbation",
+    "PerturbationLayer",
+    "Entry",
+    "layers",
+    "INFO_KEY",
+    "schedule",
+    "transforms",
+    "error",
+    # logs (loaded on first use)
+    "Recorder",
+    "load",
+    "Log",
+]
+
+_LAZY = {"Recorder": "rlwrappers.record", "load": "rlwrappers.record", "Log": "rlwrappers.record"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rlwrappers' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+def _register() -> None:
+    from rlwrappers.registration import _register_catalogue
+
+    _register_catalogue()
+
+
+_register()

@@ -1,0 +1,91 @@
+"""Argument checks shared by schedules and perturbations; each raises a typed :mod:`rlwrappers.error`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+
+from rlwrappers.error import InvalidArgument, InvalidProbability, InvalidType, UnknownName, did_you_mean
+
+
+def number(name: str, value: Any) -> float:
+    """Returns ``value`` as a finite float, or raises naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise InvalidType(f"`{name}` must be a number, received {value!r} ({type(value).__name__})")
+    if not math.isfinite(value):
+        raise InvalidArgument(f"`{name}` must be finite, received {value!r}")
+    return float(value)
+
+
+def nonnegative(name: str, value: Any) -> float:
+    """Returns ``value`` as a float >= 0."""
+    x = number(name, value)
+    if x < 0:
+        raise InvalidArgument(f"`{name}` must be >= 0, received {value!r}")
+    return x
+
+
+def probability(name: str, value: Any) -> float:
+    """Returns ``value`` as a float in [0, 1]."""
+    x = number(name, value)
+    if not 0.0 <= x <= 1.0:
+        raise InvalidProbability(f"`{name}` must be a probability in [0, 1], received {value!r}")
+    return x
+
+
+def integer(name: str, value: Any, *, minimum: int | None = None) -> int:
+    """Returns ``value`` as an int, at least ``minimum`` when given."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise InvalidType(f"`{name}` must be an integer, received {value!r} ({type(value).__name__})")
+    if minimum is not None and value < minimum:
+        raise InvalidArgument(f"`{name}` must be >= {minimum}, received {value!r}")
+    return int(value)
+
+
+def choice(name: str, value: Any, choices: Sequence[str]) -> str:
+    """Returns ``value`` if it is one of ``choices``."""
+    if not isinstance(value, str):
+        raise InvalidType(f"`{name}` must be one of {list(choices)}, received {value!r}")
+    if value not in choices:
+        raise UnknownName(
+            f"`{name}` must be one of {list(choices)}, received {value!r}.{did_you_mean(value, choices)}"
+        )
+    return value
+
+
+def scale(name: str, value: Any) -> float | tuple[float, ...]:
+    """Returns a non-negative scale: a float, or a tuple of floats for per-dimension scales."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        if len(value) == 0:
+            raise InvalidArgument(f"`{name}` must not be empty, received {value!r}")
+        return tuple(nonnegative(f"{name}[{i}]", v) for i, v in enumerate(value))
+    return nonnegative(name, value)
+
+
+def int_range(name: str, value: Any, *, minimum: int = 0) -> tuple[int, int]:
+    """Returns ``(low, high)`` from an int (low == high) or a pair with ``minimum <= low <= high``."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2:
+            raise InvalidArgument(f"`{name}` must be an int or a pair (low, high), received {value!r}")
+        low = integer(f"{name}[0]", value[0], minimum=minimum)
+        high = integer(f"{name}[1]", value[1], minimum=minimum)
+        if low > high:
+            raise InvalidArgument(f"`{name}` must have low <= high, received {value!r}")
+        return low, high
+    n = integer(name, value, minimum=minimum)
+    return n, n
+
+
+def keys(name: str, given: Iterable[str], known: Sequence[str]) -> None:
+    """Raises :class:`UnknownName` for the first of ``given`` that is not in ``known``."""
+    for key in given:
+        if key not in known:
+            raise UnknownName(
+                f"`{name}` has no entry `{key}`; known: {sorted(known)}.{did_you_mean(key, known)}"
+            )

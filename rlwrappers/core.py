@@ -1,0 +1,599 @@
+"""Perturbations and the wrapper layer that applies them.
+
+A :class:`Perturbation` is one change to one channel of the agent-environment loop, with JSON-ready
+parameters and a transform that is a pure function of its input, its parameters and a generator. A
+:class:`PerturbationLayer` is a Gymnasium wrapper that holds one or several perturbations, each with its
+schedule; :func:`wrap` builds one from spec strings, and the named wrappers (``ObservationNoise``, ...) are
+layers that hold exactly one.
+
+What a layer did is reported under ``info["rlwrappers"]``: one entry per perturbation that acted in that call
+to ``reset`` or ``step``, keyed by its label, e.g. ``{"action_noise": {"active": True, "executed": 1}}``.
+Perturbations that did nothing are absent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Final, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.utils import RecordConstructorArgs
+
+from rlwrappers import schedule as schedules
+from rlwrappers import seeding
+from rlwrappers.error import InvalidArgument, InvalidType, UnknownName, did_you_mean
+from rlwrappers.schedule import Plan, Schedule
+from rlwrappers.spec import Call, format_call, parse as parse_spec
+
+__all__ = [
+    "INFO_KEY",
+    "CHANNELS",
+    "Perturbation",
+    "Entry",
+    "PerturbationLayer",
+    "Perturb",
+    "SingleLayer",
+    "wrap",
+    "perturbations",
+    "PerturbationInfo",
+    "layers",
+]
+
+#: The one ``info`` key under which layers report what they did.
+INFO_KEY: Final = "rlwrappers"
+#: The channels of the agent-environment loop a perturbation can act on.
+CHANNELS: Final = ("observation", "action", "reward", "state", "dynamics")
+#: Field types a perturbation may declare for its log records.
+FIELD_TYPES: Final = ("bool", "int64", "float64", "float64[]", "action")
+
+_REGISTRY: dict[str, type[Perturbation]] = {}
+_RESERVED: Final = ("name", "when", "label")
+
+Record = dict[str, Any]
+
+
+class Perturbation:
+    """One change to one channel of the agent-environment loop.
+
+    Subclasses are keyword-only dataclasses whose fields are the parameters (JSON-ready values, checked in
+    ``__post_init__``), and set the class attributes below. A subclass with a ``name`` can be used in spec
+    strings. Each overrides the hook of its channel; hooks return the new value and a record of what they did
+    (``active`` is added by the layer):
+
+    - observation: :meth:`observation`, and :meth:`observation_space` if it changes the space;
+    - action: :meth:`action`;
+    - reward: :meth:`reward`;
+    - state: :meth:`reset` (acts right after the env's reset, when the schedule is active at time 0);
+    - dynamics: :meth:`activate` and :meth:`deactivate`, called when the schedule switches on and off.
+
+    Hooks draw randomness only from the generator they are given, never modify their inputs in place, and
+    keep per-episode state (cleared in :meth:`start_episode`) on the instance: a layer binds its own copy.
+    """
+
+    name: ClassVar[str]
+    channel: ClassVar[str]
+    #: What a step record holds beyond ``active``: field name to one of :data:`FIELD_TYPES`.
+    step_fields: ClassVar[Mapping[str, str]] = {}
+    #: What a reset record holds beyond ``active``.
+    reset_fields: ClassVar[Mapping[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("name")
+        if name is None:
+            return
+        if cls.__dict__.get("channel") not in CHANNELS:
+            raise TypeError(f"{cls.__name__}.channel must be one of {CHANNELS}")
+        for fields in (cls.step_fields, cls.reset_fields):
+            for key, kind in fields.items():
+                if kind not in FIELD_TYPES:
+                    raise TypeError(f"{cls.__name__} field {key!r} has type {kind!r}, not one of {FIELD_TYPES}")
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise TypeError(f"perturbation name {name!r} is taken by {_REGISTRY[name].__qualname__}")
+        _REGISTRY[name] = cls
+
+    # -- parameters -------------------------------------------------------------------------------------
+    def params(self) -> dict[str, Any]:
+        """The parameters, JSON-ready, in declaration order."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    def changed_params(self) -> dict[str, Any]:
+        """The parameters that differ from their defaults (what a spec string needs to say)."""
+        out = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING or value != default:
+                out[f.name] = value
+        return out
+
+    def __str__(self) -> str:
+        return format_call(self.name, self.changed_params())
+
+    def copy(self) -> Perturbation:
+        """A fresh, unbound instance with the same parameters."""
+        return type(self)(**self.params())
+
+    # -- binding ----------------------------------------------------------------------------------------
+    def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
+        """Checks that the perturbation can act on ``env`` with these spaces; raises a typed error if not.
+
+        ``observation_space`` and ``action_space`` are the spaces at this perturbation's place in the stack.
+        """
+
+    def observation_space(self, space: gym.Space[Any]) -> gym.Space[Any]:
+        """The observation space after this perturbation (unchanged by default)."""
+        return space
+
+    # -- hooks ------------------------------------------------------------------------------------------
+    def start_episode(self) -> None:
+        """Clears per-episode state."""
+
+    def observation(self, obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
+        """Perturbs an observation the agent is about to see."""
+        raise NotImplementedError
+
+    def action(self, action: Any, previous: Any, rng: np.random.Generator) -> tuple[Any, Record]:
+        """Perturbs the agent's action; ``previous`` is the action the env executed last (None after reset)."""
+        raise NotImplementedError
+
+    def reward(self, reward: float, rng: np.random.Generator) -> tuple[float, Record]:
+        """Perturbs the reward for the action just taken."""
+        raise NotImplementedError
+
+    def reset(self, env: gym.Env[Any, Any], obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
+        """Changes the env's state right after its reset; returns the observation of the new state."""
+        raise NotImplementedError
+
+    def activate(self, env: gym.Env[Any, Any], rng: np.random.Generator) -> Record:
+        """Applies a change of the env's dynamics."""
+        raise NotImplementedError
+
+    def deactivate(self, env: gym.Env[Any, Any]) -> None:
+        """Undoes :meth:`activate` exactly."""
+        raise NotImplementedError
+
+
+def _doc_lines(cls: type) -> tuple[str, dict[str, str]]:
+    """The summary line and the one-line ``Args:`` docs of a Google-style class docstring."""
+    doc = inspect.cleandoc(cls.__doc__ or "")
+    summary = doc.splitlines()[0] if doc else ""
+    args: dict[str, str] = {}
+    section = re.search(r"^\s*Args:\s*\n((?:\s{4,}.*\n?)+)", doc, re.MULTILINE)
+    if section:
+        current = None
+        for line in section.group(1).splitlines():
+            match = re.match(r"^\s{4}(\w+)(?: \([^)]*\))?:\s*(.*)$", line)
+            if match:
+                current = match.group(1)
+                args[current] = match.group(2)
+            elif current and line.strip():
+                args[current] += " " + line.strip()
+    return summary, args
+
+
+@dataclasses.dataclass(frozen=True)
+class PerturbationInfo:
+    """What :func:`perturbations` lists for one perturbation."""
+
+    name: str
+    channel: str
+    summary: str
+    params: dict[str, tuple[Any, str]]
+    wrapper: str | None
+
+    def __str__(self) -> str:
+        lines = [f"{self.name} ({self.channel}): {self.summary}"]
+        for key, (default, doc) in self.params.items():
+            lines.append(f"    {key}={default!r}: {doc}")
+        return "\n".join(lines)
+
+
+_WRAPPERS: dict[str, str] = {}
+
+
+def perturbations() -> list[PerturbationInfo]:
+    """Every registered perturbation: name, channel, one-line doc, parameters with defaults and docs.
+
+    Example:
+        >>> import rlwrappers as rw
+        >>> [p.name for p in rw.perturbations()][:3]
+        ['action_noise', 'dynamics_shift', 'init_noise']
+    """
+    out = []
+    for name in sorted(_REGISTRY):
+        cls = _REGISTRY[name]
+        summary, docs = _doc_lines(cls)
+        params = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            params[f.name] = (default, docs.get(f.name, ""))
+        out.append(PerturbationInfo(name, cls.channel, summary, params, _WRAPPERS.get(name)))
+    return out
+
+
+def _perturbation_class(name: str) -> type[Perturbation]:
+    cls = _REGISTRY.get(name)
+    if cls is None:
+        raise UnknownName(
+            f"unknown perturbation `{name}`; known: {sorted(_REGISTRY)}.{did_you_mean(name, _REGISTRY)}"
+        )
+    return cls
+
+
+def _build(name: str, params: Mapping[str, Any]) -> Perturbation:
+    cls = _perturbation_class(name)
+    known = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    for key in params:
+        if key not in known:
+            raise UnknownName(
+                f"perturbation `{name}` has no parameter `{key}`; parameters: {known}.{did_you_mean(key, known)}"
+            )
+    return cls(**params)
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """A perturbation, its schedule and its label (the key of its records and log columns)."""
+
+    perturbation: Perturbation
+    when: Schedule = schedules.ALWAYS
+    label: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.label is not None and (not isinstance(self.label, str) or not re.fullmatch(r"[\w.-]+", self.label)):
+            raise InvalidArgument(f"`label` must be a word such as 'noise_1', received {self.label!r}")
+
+    @classmethod
+    def parse(cls, spec: str | Mapping[str, Any] | Perturbation | Entry, when: Any = None) -> Entry:
+        """Builds an entry from a spec string, a dict, a :class:`Perturbation` or an entry.
+
+        ``when`` is the schedule for specs that do not set their own.
+        """
+        if isinstance(spec, Entry):
+            return spec
+        if isinstance(spec, Perturbation):
+            return cls(spec.copy(), schedules.parse(when))
+        if isinstance(spec, str):
+            call = parse_spec(spec, what="perturbation spec")
+            if call.args:
+                raise InvalidArgument(
+                    f"perturbation spec {spec!r} must name its parameters: `{call.name}(key=value, ...)`"
+                )
+            params = dict(call.kwargs)
+        elif isinstance(spec, Mapping):
+            params = dict(spec)
+            name = params.pop("name", None)
+            if not isinstance(name, str):
+                raise InvalidArgument(f"a perturbation dict needs a string `name`, received {spec!r}")
+            call = Call(name)
+        else:
+            raise InvalidType(
+                f"a perturbation spec must be a string, a dict or a Perturbation, received {spec!r}"
+            )
+        own_when = params.pop("when", None)
+        label = params.pop("label", None)
+        if isinstance(own_when, Schedule):
+            own_when = str(own_when)
+        schedule = schedules.from_call(own_when) if isinstance(own_when, Call) else None
+        if schedule is None:
+            schedule = schedules.parse(own_when if own_when is not None else when)
+        return cls(_build(call.name, params), schedule, label)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as a JSON-ready dict that :meth:`parse` reads back."""
+        out: dict[str, Any] = {"name": self.perturbation.name, **self.perturbation.params()}
+        out["when"] = str(self.when)
+        if self.label is not None:
+            out["label"] = self.label
+        return out
+
+    def __str__(self) -> str:
+        kwargs: dict[str, Any] = self.perturbation.changed_params()
+        if self.when != schedules.ALWAYS:
+            kwargs["when"] = self.when
+        if self.label is not None:
+            kwargs["label"] = self.label
+        return format_call(self.perturbation.name, kwargs)
+
+
+def layers(env: gym.Env[Any, Any]) -> Iterator[PerturbationLayer]:
+    """The perturbation layers in a wrapper stack, outermost first."""
+    current: Any = env
+    while isinstance(current, gym.Wrapper):
+        if isinstance(current, PerturbationLayer):
+            yield current
+        current = current.env
+
+
+def _unique_labels(entries: Sequence[Entry], taken: set[str]) -> list[str]:
+    labels = []
+    for entry in entries:
+        base = entry.label or entry.perturbation.name
+        label, n = base, 2
+        while label in taken:
+            label, n = f"{base}-{n}", n + 1
+        taken.add(label)
+        labels.append(label)
+    return labels
+
+
+class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
+    """A wrapper layer that applies several perturbations, each on its own schedule.
+
+    ``layer = PerturbationLayer(env, [a, b])`` behaves like wrapping with ``a`` and then ``b``: ``a`` sees the
+    agent's action last and the env's observation first. Use :func:`wrap` or :class:`Perturb` to build one
+    from specs; the named wrappers hold one perturbation each.
+    """
+
+    def __init__(self, env: gym.Env[Any, Any], entries: Sequence[Entry]):
+        gym.Wrapper.__init__(self, env)
+        taken = {label for layer in layers(env) for label in layer.labels}
+        self.entries: tuple[Entry, ...] = tuple(entries)
+        self.labels: tuple[str, ...] = tuple(_unique_labels(self.entries, taken))
+        self.perturbations: tuple[Perturbation, ...] = tuple(e.perturbation.copy() for e in self.entries)
+
+        observation_space, action_space = env.observation_space, env.action_space
+        for p in self.perturbations:
+            p.bind(env, observation_space, action_space)
+            observation_space = p.observation_space(observation_space)
+        self.observation_space = observation_space
+
+        by_channel: dict[str, list[int]] = {c: [] for c in CHANNELS}
+        for i, p in enumerate(self.perturbations):
+            by_channel[p.channel].append(i)
+        self._observation = by_channel["observation"]
+        self._action = by_channel["action"][::-1]  # the outermost perturbation sees the agent's action first
+        self._reward = by_channel["reward"]
+        self._state = by_channel["state"]
+        self._dynamics = by_channel["dynamics"]
+
+        self._entropy: int | None = None
+        self._since_seed = -1
+        self._episode = -1
+        self._total_step = 0
+        self._t = 0
+        self._on: list[bool] = [False] * len(self.entries)
+        self._any = False
+        self._varying: list[tuple[int, Plan]] = []
+        self._effect_rngs: list[np.random.Generator | None] = [None] * len(self.entries)
+        self._previous_action: Any = None
+
+    # -- introspection ----------------------------------------------------------------------------------
+    @property
+    def specs(self) -> list[str]:
+        """The layer's perturbations as spec strings."""
+        return [str(e) for e in self.entries]
+
+    @property
+    def episode(self) -> int:
+        """Index of the current episode over the layer's life (-1 before the first reset)."""
+        return self._episode
+
+    @property
+    def entropy(self) -> int | None:
+        """The seed (or drawn entropy) the layer's generators derive from."""
+        return self._entropy
+
+    def active(self) -> dict[str, bool]:
+        """Which perturbations are active at the current time."""
+        return dict(zip(self.labels, self._on))
+
+    def __str__(self) -> str:
+        return f"<{type(self).__name__}[{', '.join(self.specs)}]{self.env}>"
+
+    # -- randomness -------------------------------------------------------------------------------------
+    def _rng(self, i: int) -> np.random.Generator:
+        rng = self._effect_rngs[i]
+        if rng is None:
+            assert self._entropy is not None, "reset() sets the entropy"
+            rng = seeding.generator(self._entropy, self._since_seed, self.labels[i], seeding.EFFECT)
+            self._effect_rngs[i] = rng
+        return rng
+
+    # -- the loop ---------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Resets the env, draws this episode's schedules and applies what is active at time 0."""
+        if seed is not None:
+            self._entropy, self._since_seed = int(seed), 0
+        elif self._entropy is None:
+            self._entropy, self._since_seed = seeding.fresh_entropy(), 0
+        else:
+            self._since_seed += 1
+        self._episode += 1
+        for i in self._dynamics:
+            if self._on[i]:
+                self.perturbations[i].deactivate(self.env)
+
+        obs, info = self.env.reset(seed=seed, options=options)
+
+        entropy = self._entropy
+        self._effect_rngs = [None] * len(self.entries)
+        plans = []
+        for i, entry in enumerate(self.entries):
+            rng = (
+                seeding.generator(entropy, self._since_seed, self.labels[i], seeding.SCHEDULE)
+                if entry.when.random
+                else None
+            )
+            plans.append(entry.when.plan(self._episode, self._total_step, rng))
+        self._varying = [(i, plan) for i, plan in enumerate(plans) if plan.constant is None]
+        on = self._on = [plan.active(0) for plan in plans]
+        self._any = any(on)
+        self._t = 0
+        self._previous_action = None
+        for p in self.perturbations:
+            p.start_episode()
+
+        records: dict[str, Record] = {}
+        for i in self._dynamics:
+            if on[i]:
+                records[self.labels[i]] = {"active": True, **self.perturbations[i].activate(self.env, self._rng(i))}
+        for i in self._state:
+            if on[i]:
+                obs, record = self.perturbations[i].reset(self.env, obs, self._rng(i))
+                records[self.labels[i]] = {"active": True, **record}
+        for i in self._observation:
+            if on[i]:
+                obs, record = self.perturbations[i].observation(obs, self._rng(i))
+                records[self.labels[i]] = {"active": True, **record}
+        if records:
+            _report(info, records)
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Steps the env, perturbing the action, reward and next observation where their schedules say."""
+        on = self._on
+        records: dict[str, Record] | None = None
+        if self._any:
+            records = {}
+            for i in self._action:
+                if on[i]:
+                    action, record = self.perturbations[i].action(action, self._previous_action, self._rng(i))
+                    records[self.labels[i]] = {"active": True, **record}
+            for i in self._dynamics:
+                if on[i]:
+                    records[self.labels[i]] = {"active": True}
+        self._previous_action = action
+
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._total_step += 1
+
+        if records is not None:
+            for i in self._reward:
+                if on[i]:
+                    reward, record = self.perturbations[i].reward(float(reward), self._rng(i))
+                    records[self.labels[i]] = {"active": True, **record}
+
+        t = self._t = self._t + 1
+        if self._varying:
+            self._decide(t)
+        if self._any:
+            if records is None:
+                records = {}
+            on = self._on
+            for i in self._observation:
+                if on[i]:
+                    obs, record = self.perturbations[i].observation(obs, self._rng(i))
+                    records[self.labels[i]] = {"active": True, **record}
+        if records:
+            _report(info, records)
+        return obs, reward, terminated, truncated, info
+
+    def _decide(self, t: int) -> None:
+        on = self._on
+        for i, plan in self._varying:
+            now = plan.active(t)
+            if now != on[i] and self.perturbations[i].channel == "dynamics":
+                if now:
+                    self.perturbations[i].activate(self.env, self._rng(i))
+                else:
+                    self.perturbations[i].deactivate(self.env)
+            on[i] = now
+        self._any = any(on)
+
+    def close(self) -> None:
+        """Undoes active dynamics changes, then closes the env."""
+        for i in self._dynamics:
+            if self._on[i]:
+                self.perturbations[i].deactivate(self.env)
+                self._on[i] = False
+        super().close()
+
+
+def _report(info: dict[str, Any], records: dict[str, Record]) -> None:
+    existing = info.get(INFO_KEY)
+    if existing is None:
+        info[INFO_KEY] = records
+    else:
+        existing.update(records)
+
+
+class Perturb(PerturbationLayer, RecordConstructorArgs):
+    """Applies several perturbations in one wrapper layer; what :func:`wrap` returns.
+
+    Args:
+        env: the env to perturb.
+        perturbations: spec strings (``"obs_noise(std=0.1)"``), dicts (``{"name": "obs_noise", "std": 0.1}``)
+            or :class:`Perturbation` objects; a spec may set its own ``when`` and ``label``.
+        when: the schedule of the perturbations that do not set their own (default: always).
+
+    Example:
+        >>> import gymnasium as gym, rlwrappers as rw
+        >>> env = rw.Perturb(gym.make("CartPole-v1"), ["obs_noise(std=0.05)", "reward_noise(std=0.1)"])
+        >>> env.specs
+        ['obs_noise(std=0.05)', 'reward_noise(std=0.1)']
+    """
+
+    def __init__(
+        self,
+        env: gym.Env[Any, Any],
+        perturbations: Sequence[str | Mapping[str, Any] | Perturbation | Entry],
+        when: str | Schedule | Mapping[str, Any] | None = None,
+    ):
+        if isinstance(perturbations, (str, Mapping, Perturbation)):
+            perturbations = [perturbations]
+        entries = [Entry.parse(p, when) for p in perturbations]
+        if not entries:
+            raise InvalidArgument("`perturbations` must name at least one perturbation, received none")
+        RecordConstructorArgs.__init__(self, perturbations=[e.to_dict() for e in entries])
+        PerturbationLayer.__init__(self, env, entries)
+
+
+class SingleLayer(PerturbationLayer, RecordConstructorArgs):
+    """Base of the named wrappers, which hold exactly one perturbation.
+
+    A subclass's ``__init__`` takes the perturbation's parameters plus ``when`` and ``label``, builds the
+    perturbation (which validates them) and passes it to :meth:`_setup`, which records the arguments so that
+    ``env.spec`` rebuilds the wrapper.
+    """
+
+    def _setup(
+        self,
+        env: gym.Env[Any, Any],
+        perturbation: Perturbation,
+        when: str | Schedule | Mapping[str, Any] | None,
+        label: str | None,
+    ) -> None:
+        entry = Entry(perturbation, schedules.parse(when), label)
+        RecordConstructorArgs.__init__(self, **perturbation.params(), when=str(entry.when), label=label)
+        PerturbationLayer.__init__(self, env, [entry])
+
+
+def wrap(
+    env: gym.Env[Any, Any],
+    *specs: str | Mapping[str, Any] | Perturbation,
+    when: str | Schedule | Mapping[str, Any] | None = None,
+) -> Perturb:
+    """Wraps ``env`` with every perturbation in ``specs``, in one layer.
+
+    ``wrap(env, a, b)`` behaves like wrapping with ``a`` and then ``b``.
+
+    Args:
+        env: any Gymnasium env.
+        *specs: spec strings, dicts or :class:`Perturbation` objects.
+        when: schedule for the specs that do not set their own ``when`` (default: always).
+
+    Example:
+        >>> import gymnasium as gym, rlwrappers as rw
+        >>> env = rw.wrap(gym.make("CartPole-v1"), "obs_noise(std=0.1)", "action_noise(p=0.05)",
+        ...               when="starting(episode=1)")
+        >>> obs, info = env.reset(seed=0)
+        >>> "rlwrappers" in info  # episode 0: nothing is active yet
+        False
+    """
+    return Perturb(env, list(specs), when)
+
+
+def register_wrapper(name: str) -> Callable[[type], type]:
+    """Class decorator that names the wrapper class holding perturbation ``name`` (for listings)."""
+
+    def decorate(cls: type) -> type:
+        _WRAPPERS[name] = cls.__name__
+        return cls
+
+    return decorate

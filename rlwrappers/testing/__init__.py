@@ -1,0 +1,1 @@
+"""Contract checks that every perturbation wrapper passes."""

@@ -1,0 +1,30 @@
+"""The perturbation wrappers, grouped by the channel they change."""
+
+from rlwrappers.wrappers.action import ActionNoise, ActionNoisePerturbation, StickyAction, StickyActionPerturbation
+from rlwrappers.wrappers.observation import ObservationNoise, ObservationNoisePerturbation
+from rlwrappers.wrappers.reward import RewardNoise, RewardNoisePerturbation
+from rlwrappers.wrappers.state import (
+    DynamicsShift,
+    DynamicsShiftPerturbation,
+    InitialStateNoise,
+    InitialStateNoisePerturbation,
+)
+
+__all__ = [
+    # observation
+    "ObservationNoise",
+    "ObservationNoisePerturbation",
+    # action
+    "ActionNoise",
+    "ActionNoisePerturbation",
+    "StickyAction",
+    "StickyActionPerturbation",
+    # reward
+    "RewardNoise",
+    "RewardNoisePerturbation",
+    # state
+    "InitialStateNoise",
+    "InitialStateNoisePerturbation",
+    "DynamicsShift",
+    "DynamicsShiftPerturbation",
+]

@@ -1,0 +1,110 @@
+"""Observation perturbations: noise on what the agent sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlwrappers import _check, transforms
+from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
+from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType
+from rlwrappers.schedule import Schedule
+
+__all__ = ["ObservationNoisePerturbation", "ObservationNoise"]
+
+
+def _box(space: gym.Space[Any], who: str, arg: str = "observation space") -> gym.spaces.Box:
+    if not isinstance(space, gym.spaces.Box):
+        raise IncompatibleSpace(f"{who} needs a Box {arg}, received {space}")
+    return space
+
+
+def check_scale_shape(name: str, scale: float | tuple[float, ...], shape: tuple[int, ...]) -> None:
+    """Raises unless a per-dimension ``scale`` broadcasts to ``shape``."""
+    if isinstance(scale, tuple):
+        try:
+            np.broadcast_shapes(np.shape(scale), shape)
+        except ValueError:
+            raise InvalidArgument(
+                f"`{name}` has {len(scale)} entries, which does not broadcast to the shape {shape}"
+            ) from None
+
+
+@dataclass(kw_only=True)
+class ObservationNoisePerturbation(Perturbation):
+    """Adds zero-mean noise to every observation (seed 002's observation noise).
+
+    The noise is in the observation's own units; on integer spaces such as uint8 images it is rounded to whole
+    levels. A vector version is :func:`rlwrappers.transforms.add_noise`, which takes batches.
+
+    Args:
+        std: the noise's standard deviation: a number, or one per observation dimension.
+        dist: "gaussian", or "uniform" (on [-a, a] with a = std * sqrt(3)).
+        clip: keep observations inside the space's bounds; if False, the space's bounds widen to the dtype's
+            range (infinite for floats) and observations are not clipped.
+    """
+
+    name = "obs_noise"
+    channel = "observation"
+
+    std: float | tuple[float, ...] = 0.1
+    dist: str = "gaussian"
+    clip: bool = True
+
+    def __post_init__(self) -> None:
+        self.std = _check.scale("std", self.std)
+        self.dist = _check.choice("dist", self.dist, transforms.DISTRIBUTIONS)
+        if not isinstance(self.clip, bool):
+            raise InvalidType(f"`clip` must be a bool, received {self.clip!r}")
+
+    def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
+        box = _box(observation_space, "obs_noise")
+        check_scale_shape("std", self.std, box.shape)
+        self._low, self._high = (box.low, box.high) if self.clip else (None, None)
+        self._std = np.asarray(self.std, dtype=np.float64)
+
+    def observation_space(self, space: gym.Space[Any]) -> gym.Space[Any]:
+        if self.clip:
+            return space
+        assert isinstance(space, gym.spaces.Box)
+        if space.dtype.kind == "f":
+            low, high = -np.inf, np.inf
+        else:
+            info = np.iinfo(space.dtype)
+            low, high = info.min, info.max
+        return gym.spaces.Box(low, high, shape=space.shape, dtype=space.dtype)  # type: ignore[arg-type]
+
+    def observation(self, obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
+        return transforms.add_noise(obs, self._std, self.dist, rng, self._low, self._high), {}
+
+
+@register_wrapper("obs_noise")
+class ObservationNoise(SingleLayer):
+    """Adds zero-mean noise to every observation (seed 002's observation noise).
+
+    Any Box space, including uint8 images; see :class:`ObservationNoisePerturbation` for the details. No
+    vector version: wrap each sub-env, or use :func:`rlwrappers.transforms.add_noise` on batches.
+
+    Example:
+        >>> import gymnasium as gym, rlwrappers as rw
+        >>> env = rw.ObservationNoise(gym.make("CartPole-v1"), std=0.1)
+        >>> obs, info = env.reset(seed=0)
+        >>> info["rlwrappers"]
+        {'obs_noise': {'active': True}}
+    """
+
+    def __init__(
+        self,
+        env: gym.Env[Any, Any],
+        std: float | tuple[float, ...] = 0.1,
+        dist: str = "gaussian",
+        clip: bool = True,
+        *,
+        when: str | Schedule | None = None,
+        label: str | None = None,
+    ):
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
+        self._setup(env, ObservationNoisePerturbation(std=std, dist=dist, clip=clip), when, label)

@@ -1,0 +1,70 @@
+"""Reward perturbations: noise on the reward signal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlwrappers import _check, transforms
+from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
+from rlwrappers.schedule import Schedule
+
+__all__ = ["RewardNoisePerturbation", "RewardNoise"]
+
+
+@dataclass(kw_only=True)
+class RewardNoisePerturbation(Perturbation):
+    """Adds zero-mean noise to every reward (seed 002's reward noise, an imperfect reward sensor).
+
+    The log records the noise added, so the clean reward is the logged reward minus ``noise``.
+
+    Args:
+        std: the noise's standard deviation.
+        dist: "gaussian", or "uniform" (on [-a, a] with a = std * sqrt(3)).
+    """
+
+    name = "reward_noise"
+    channel = "reward"
+    step_fields = {"noise": "float64"}
+
+    std: float = 0.1
+    dist: str = "gaussian"
+
+    def __post_init__(self) -> None:
+        self.std = _check.nonnegative("std", self.std)
+        self.dist = _check.choice("dist", self.dist, transforms.DISTRIBUTIONS)
+
+    def reward(self, reward: float, rng: np.random.Generator) -> tuple[float, Record]:
+        delta = float(transforms.noise((), self.std, self.dist, rng)[()])
+        return reward + delta, {"noise": delta}
+
+
+@register_wrapper("reward_noise")
+class RewardNoise(SingleLayer):
+    """Adds zero-mean noise to every reward; see :class:`RewardNoisePerturbation`.
+
+    No vector version: wrap each sub-env, or use :func:`rlwrappers.transforms.noise` on batches.
+
+    Example:
+        >>> import gymnasium as gym, rlwrappers as rw
+        >>> env = rw.RewardNoise(gym.make("CartPole-v1"), std=0.5)
+        >>> _ = env.reset(seed=0)
+        >>> _, reward, _, _, info = env.step(0)
+        >>> reward == 1.0 + info["rlwrappers"]["reward_noise"]["noise"]
+        True
+    """
+
+    def __init__(
+        self,
+        env: gym.Env[Any, Any],
+        std: float = 0.1,
+        dist: str = "gaussian",
+        *,
+        when: str | Schedule | None = None,
+        label: str | None = None,
+    ):
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
+        self._setup(env, RewardNoisePerturbation(std=std, dist=dist), when, label)

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Sets up .venv with the test extras, then runs the linter, the type checker and the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh "classic,atari,mujoco,sb3,zoo,docs,test"
+.venv/bin/ruff check rlwrappers envs tests benchmarks examples
+.venv/bin/ruff format --check rlwrappers envs tests benchmarks examples
+.venv/bin/mypy
+.venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
+.venv/bin/python -m pytest -n 2 -q "$@"
