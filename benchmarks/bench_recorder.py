@@ -10,9 +10,9 @@ import tempfile
 
 import gymnasium as gym
 import numpy as np
+from _timing import report
 
 import rlwrappers as rw
-from _timing import report
 
 
 def balance(obs: np.ndarray) -> int:

@@ -51,9 +51,7 @@ def choice(name: str, value: Any, choices: Sequence[str]) -> str:
     if not isinstance(value, str):
         raise InvalidType(f"`{name}` must be one of {list(choices)}, received {value!r}")
     if value not in choices:
-        raise UnknownName(
-            f"`{name}` must be one of {list(choices)}, received {value!r}.{did_you_mean(value, choices)}"
-        )
+        raise UnknownName(f"`{name}` must be one of {list(choices)}, received {value!r}.{did_you_mean(value, choices)}")
     return value
 
 
@@ -86,6 +84,4 @@ def keys(name: str, given: Iterable[str], known: Sequence[str]) -> None:
     """Raises :class:`UnknownName` for the first of ``given`` that is not in ``known``."""
     for key in given:
         if key not in known:
-            raise UnknownName(
-                f"`{name}` has no entry `{key}`; known: {sorted(known)}.{did_you_mean(key, known)}"
-            )
+            raise UnknownName(f"`{name}` has no entry `{key}`; known: {sorted(known)}.{did_you_mean(key, known)}")

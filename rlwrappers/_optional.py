@@ -33,6 +33,5 @@ def require(module: str, *, purpose: str = "") -> ModuleType:
         extra = EXTRAS.get(module.split(".")[0], "all")
         what = f" for {purpose}" if purpose else ""
         raise MissingExtra(
-            f"`{module}` is needed{what} but is not installed; "
-            f"install it with `pip install 'rlwrappers[{extra}]'`"
+            f"`{module}` is needed{what} but is not installed; install it with `pip install 'rlwrappers[{extra}]'`"
         ) from exc

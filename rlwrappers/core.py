@@ -27,20 +27,21 @@ from rlwrappers import schedule as schedules
 from rlwrappers import seeding
 from rlwrappers.error import InvalidArgument, InvalidType, UnknownName, did_you_mean
 from rlwrappers.schedule import Plan, Schedule
-from rlwrappers.spec import Call, format_call, parse as parse_spec
+from rlwrappers.spec import Call, format_call
+from rlwrappers.spec import parse as parse_spec
 
 __all__ = [
-    "INFO_KEY",
     "CHANNELS",
-    "Perturbation",
+    "INFO_KEY",
     "Entry",
-    "PerturbationLayer",
     "Perturb",
-    "SingleLayer",
-    "wrap",
-    "perturbations",
+    "Perturbation",
     "PerturbationInfo",
+    "PerturbationLayer",
+    "SingleLayer",
     "layers",
+    "perturbations",
+    "wrap",
 ]
 
 #: The one ``info`` key under which layers report what they did.
@@ -107,7 +108,7 @@ class Perturbation:
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING or value != default:
+            if (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING) or value != default:
                 out[f.name] = value
         return out
 
@@ -219,9 +220,7 @@ def perturbations() -> list[PerturbationInfo]:
 def _perturbation_class(name: str) -> type[Perturbation]:
     cls = _REGISTRY.get(name)
     if cls is None:
-        raise UnknownName(
-            f"unknown perturbation `{name}`; known: {sorted(_REGISTRY)}.{did_you_mean(name, _REGISTRY)}"
-        )
+        raise UnknownName(f"unknown perturbation `{name}`; known: {sorted(_REGISTRY)}.{did_you_mean(name, _REGISTRY)}")
     return cls
 
 
@@ -272,9 +271,7 @@ class Entry:
                 raise InvalidArgument(f"a perturbation dict needs a string `name`, received {spec!r}")
             call = Call(name)
         else:
-            raise InvalidType(
-                f"a perturbation spec must be a string, a dict or a Perturbation, received {spec!r}"
-            )
+            raise InvalidType(f"a perturbation spec must be a string, a dict or a Perturbation, received {spec!r}")
         own_when = params.pop("when", None)
         label = params.pop("label", None)
         if isinstance(own_when, Schedule):
@@ -355,11 +352,12 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         self._entropy: int | None = None
         self._since_seed = -1
         self._episode = -1
-        self._total_step = 0
+        self._total_step = 0  # step calls before the current episode began
         self._t = 0
         self._on: list[bool] = [False] * len(self.entries)
         self._any = False
         self._varying: list[tuple[int, Plan]] = []
+        self._next_change = float("inf")
         self._effect_rngs: list[np.random.Generator | None] = [None] * len(self.entries)
         self._previous_action: Any = None
 
@@ -381,7 +379,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
 
     def active(self) -> dict[str, bool]:
         """Which perturbations are active at the current time."""
-        return dict(zip(self.labels, self._on))
+        return dict(zip(self.labels, self._on, strict=True))
 
     def __str__(self) -> str:
         return f"<{type(self).__name__}[{', '.join(self.specs)}]{self.env}>"
@@ -404,6 +402,8 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
             self._entropy, self._since_seed = seeding.fresh_entropy(), 0
         else:
             self._since_seed += 1
+        if self._episode >= 0:
+            self._total_step += self._t
         self._episode += 1
         for i in self._dynamics:
             if self._on[i]:
@@ -411,17 +411,10 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
 
         obs, info = self.env.reset(seed=seed, options=options)
 
-        entropy = self._entropy
         self._effect_rngs = [None] * len(self.entries)
-        plans = []
-        for i, entry in enumerate(self.entries):
-            rng = (
-                seeding.generator(entropy, self._since_seed, self.labels[i], seeding.SCHEDULE)
-                if entry.when.random
-                else None
-            )
-            plans.append(entry.when.plan(self._episode, self._total_step, rng))
+        plans = [self._plan(i, entry.when) for i, entry in enumerate(self.entries)]
         self._varying = [(i, plan) for i, plan in enumerate(plans) if plan.constant is None]
+        self._next_change = min((plan.next_change(0) for _, plan in self._varying), default=float("inf"))
         on = self._on = [plan.active(0) for plan in plans]
         self._any = any(on)
         self._t = 0
@@ -437,54 +430,75 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
             if on[i]:
                 obs, record = self.perturbations[i].reset(self.env, obs, self._rng(i))
                 records[self.labels[i]] = {"active": True, **record}
-        for i in self._observation:
-            if on[i]:
-                obs, record = self.perturbations[i].observation(obs, self._rng(i))
-                records[self.labels[i]] = {"active": True, **record}
+        obs = self._perturb_observation(obs, records)
         if records:
             _report(info, records)
         return obs, info
 
+    def _plan(self, i: int, when: Schedule) -> Plan:
+        rng = None
+        if when.random:
+            assert self._entropy is not None, "reset() sets the entropy"
+            rng = seeding.generator(self._entropy, self._since_seed, self.labels[i], seeding.SCHEDULE)
+        return when.plan(self._episode, self._total_step, rng)
+
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """Steps the env, perturbing the action, reward and next observation where their schedules say."""
-        on = self._on
-        records: dict[str, Record] | None = None
         if self._any:
-            records = {}
-            for i in self._action:
-                if on[i]:
-                    action, record = self.perturbations[i].action(action, self._previous_action, self._rng(i))
-                    records[self.labels[i]] = {"active": True, **record}
-            for i in self._dynamics:
-                if on[i]:
-                    records[self.labels[i]] = {"active": True}
+            return self._perturbed_step(action)
+        # Nothing is active: forward the step, and only look at the schedules when one may switch on.
+        self._previous_action = action
+        result = self.env.step(action)
+        t = self._t = self._t + 1
+        if t >= self._next_change:
+            self._decide(t)
+            if self._any:
+                obs, reward, terminated, truncated, info = result
+                records: dict[str, Record] = {}
+                obs = self._perturb_observation(obs, records)
+                if records:
+                    _report(info, records)
+                return obs, reward, terminated, truncated, info
+        return result
+
+    def _perturbed_step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        on = self._on
+        records: dict[str, Record] = {}
+        for i in self._action:
+            if on[i]:
+                action, record = self.perturbations[i].action(action, self._previous_action, self._rng(i))
+                records[self.labels[i]] = {"active": True, **record}
+        for i in self._dynamics:
+            if on[i]:
+                records[self.labels[i]] = {"active": True}
         self._previous_action = action
 
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self._total_step += 1
 
-        if records is not None:
-            for i in self._reward:
-                if on[i]:
-                    reward, record = self.perturbations[i].reward(float(reward), self._rng(i))
-                    records[self.labels[i]] = {"active": True, **record}
-
+        for i in self._reward:
+            if on[i]:
+                reward, record = self.perturbations[i].reward(float(reward), self._rng(i))
+                records[self.labels[i]] = {"active": True, **record}
         t = self._t = self._t + 1
-        if self._varying:
+        if t >= self._next_change:
             self._decide(t)
+        obs = self._perturb_observation(obs, records)
+        if records:
+            _report(info, records)
+        return obs, reward, terminated, truncated, info
+
+    def _perturb_observation(self, obs: Any, records: dict[str, Record]) -> Any:
+        """Applies the observation perturbations active at the current time, adding their records."""
         if self._any:
-            if records is None:
-                records = {}
             on = self._on
             for i in self._observation:
                 if on[i]:
                     obs, record = self.perturbations[i].observation(obs, self._rng(i))
                     records[self.labels[i]] = {"active": True, **record}
-        if records:
-            _report(info, records)
-        return obs, reward, terminated, truncated, info
+        return obs
 
     def _decide(self, t: int) -> None:
+        """Asks the varying schedules for time ``t``; switches dynamics changes on and off as they say."""
         on = self._on
         for i, plan in self._varying:
             now = plan.active(t)
@@ -495,6 +509,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
                     self.perturbations[i].deactivate(self.env)
             on[i] = now
         self._any = any(on)
+        self._next_change = min(plan.next_change(t) for _, plan in self._varying)
 
     def close(self) -> None:
         """Undoes active dynamics changes, then closes the env."""

@@ -12,15 +12,15 @@ from collections.abc import Iterable
 
 __all__ = [
     "Error",
+    "IncompatibleSpace",
     "InvalidArgument",
     "InvalidProbability",
     "InvalidType",
-    "UnknownName",
-    "SpecSyntaxError",
-    "IncompatibleSpace",
-    "StateNotSettable",
-    "MissingExtra",
     "LogError",
+    "MissingExtra",
+    "SpecSyntaxError",
+    "StateNotSettable",
+    "UnknownName",
     "did_you_mean",
 ]
 

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-__all__ = ["Recorder", "load", "Log", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "Log", "Recorder", "load"]
 
 FORMAT: Final = "rlwrappers-log"
 FORMAT_VERSION: Final = 1
@@ -101,9 +101,7 @@ class _Column:
         if self.kind == "text":
             return pa.array([None if v is None else repr(v) for v in values], type=self.type)
         dtype = np.int64 if self.kind == "int[]" else np.float64
-        return pa.array(
-            [None if v is None else np.asarray(v, dtype=dtype).ravel() for v in values], type=self.type
-        )
+        return pa.array([None if v is None else np.asarray(v, dtype=dtype).ravel() for v in values], type=self.type)
 
 
 def _schemas(pa: Any, meta: Mapping[str, Any]) -> tuple[pa.Schema, pa.Schema]:
@@ -202,9 +200,9 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
         self._action = _Column(pa, _action_kind(env.action_space))
         self._step_fields: list[tuple[str, str]] = []
         self._reset_fields: list[tuple[str, str]] = []
-        perturbations = []
+        perturbations: list[dict[str, Any]] = []
         for depth, layer in enumerate(self._layers):
-            for label, entry, p in zip(layer.labels, layer.entries, layer.perturbations):
+            for label, entry, p in zip(layer.labels, layer.entries, layer.perturbations, strict=True):
                 self._step_fields += [(label, f) for f in p.step_fields]
                 self._reset_fields += [(label, f) for f in p.reset_fields]
                 perturbations.append(
@@ -251,7 +249,7 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
         self._closed = False
 
     @property
-    def spec(self) -> Any:
+    def spec(self) -> Any:  # type: ignore[override]
         """The spec of the recorded env: a Recorder is not part of the stack a spec rebuilds."""
         return self.env.spec
 
@@ -289,7 +287,7 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
         """Writes the episode: its steps as one record batch, its episode row in that batch's metadata."""
         pa = self.pa
         n = len(self._rows)
-        actions, rewards, terminations, truncations = zip(*self._rows) if n else ((), (), (), ())
+        actions, rewards, terminations, truncations = zip(*self._rows, strict=True) if n else ((), (), (), ())
         reward_array = np.asarray(rewards, dtype=np.float64)
         columns = [
             pa.array(np.full(n, self._episode, dtype=np.int64)),
@@ -340,7 +338,8 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
 
     def _action_float_list(self, values: list[Any]) -> Any:
         return self.pa.array(
-            [None if v is None else np.asarray(v, np.float64).ravel() for v in values], type=self.pa.list_(self.pa.float64())
+            [None if v is None else np.asarray(v, np.float64).ravel() for v in values],
+            type=self.pa.list_(self.pa.float64()),
         )
 
     def _write(self, batch: Any, episode: str) -> None:
@@ -476,7 +475,9 @@ def load(path: str | os.PathLike[str]) -> Log:
         tables = {name: pq.read_table(root / f"{name}.parquet") for name in TABLES}
     else:
         tables = _tables(root) or {}
-    frames = {name: tables[name].to_pandas(types_mapper=nullable) if name in tables else pd.DataFrame() for name in TABLES}
+    frames = {
+        name: tables[name].to_pandas(types_mapper=nullable) if name in tables else pd.DataFrame() for name in TABLES
+    }
     if "seeds" not in meta and "seed" in frames["episodes"]:
         meta["seeds"] = [int(s) for s in frames["episodes"]["seed"].dropna()]
     return Log(frames["steps"], frames["episodes"], meta, root)

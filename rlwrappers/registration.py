@@ -18,7 +18,7 @@ from gymnasium.envs.registration import EnvSpec, WrapperSpec
 from rlwrappers.core import Entry, Perturb, Perturbation
 from rlwrappers.error import InvalidArgument, UnknownName, did_you_mean
 
-__all__ = ["NAMESPACE", "register", "catalogue", "CatalogueEntry", "CATALOGUE"]
+__all__ = ["CATALOGUE", "NAMESPACE", "CatalogueEntry", "catalogue", "register"]
 
 NAMESPACE: Final = "rlwrappers"
 _PERTURB_ENTRY_POINT: Final = f"{Perturb.__module__}:{Perturb.__name__}"
@@ -75,7 +75,7 @@ def register(
         raise InvalidArgument(f"`name` must use letters, digits, '_', '.' and '-', received {name!r}")
     env_id = gym.envs.registration.get_env_id(NAMESPACE, name, base.version)
     layer = WrapperSpec(Perturb.__name__, _PERTURB_ENTRY_POINT, {"perturbations": [e.to_dict() for e in entries]})
-    new = dict(
+    new: dict[str, Any] = dict(
         id=env_id,
         entry_point=base.entry_point,
         reward_threshold=base.reward_threshold,

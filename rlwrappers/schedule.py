@@ -26,26 +26,28 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final
 
 import numpy as np
+from typing_extensions import override
 
 from rlwrappers import _check
 from rlwrappers.error import InvalidArgument, InvalidType, SpecSyntaxError, UnknownName, did_you_mean
-from rlwrappers.spec import Call, format_call, parse as parse_spec
+from rlwrappers.spec import Call, format_call
+from rlwrappers.spec import parse as parse_spec
 
 __all__ = [
-    "Schedule",
-    "Plan",
+    "ALWAYS",
+    "AllOf",
     "Always",
+    "AnyOf",
+    "Bursts",
     "Never",
+    "Not",
+    "Plan",
+    "Prob",
+    "Schedule",
     "Starting",
     "Window",
-    "Prob",
-    "Bursts",
-    "AllOf",
-    "AnyOf",
-    "Not",
-    "ALWAYS",
-    "parse",
     "names",
+    "parse",
 ]
 
 UNITS: Final = ("step", "episode", "total_step")
@@ -65,13 +67,25 @@ class Plan(abc.ABC):
     def active(self, t: int) -> bool:
         """Whether the perturbation is active at time ``t``."""
 
+    def next_change(self, t: int) -> float:
+        """The first time after ``t`` at which the decision may change; until then ``active`` need not be asked.
+
+        Plans that draw at every time, or keep state, return ``t + 1`` (the default).
+        """
+        return t + 1
+
 
 class _Constant(Plan):
     def __init__(self, value: bool) -> None:
         self.constant = value
 
+    @override
     def active(self, t: int) -> bool:
         return bool(self.constant)
+
+    @override
+    def next_change(self, t: int) -> float:
+        return float("inf")
 
 
 ON: Final[Plan] = _Constant(True)
@@ -84,8 +98,15 @@ class _Between(Plan):
     def __init__(self, low: int, high: float) -> None:
         self.low, self.high = low, high
 
+    @override
     def active(self, t: int) -> bool:
         return self.low <= t < self.high
+
+    @override
+    def next_change(self, t: int) -> float:
+        if t < self.low:
+            return self.low
+        return self.high if t < self.high else float("inf")
 
 
 class Schedule(abc.ABC):
@@ -139,9 +160,11 @@ class Always(Schedule):
 
     name = "always"
 
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         return ON
 
+    @override
     def params(self) -> dict[str, Any]:
         return {}
 
@@ -151,9 +174,11 @@ class Never(Schedule):
 
     name = "never"
 
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         return OFF
 
+    @override
     def params(self) -> dict[str, Any]:
         return {}
 
@@ -176,12 +201,14 @@ class Starting(Schedule):
         ((self.unit, value),) = given.items()
         self.at = _check.integer(self.unit, value, minimum=0)
 
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         if self.unit == "episode":
             return ON if episode >= self.at else OFF
         first = self.at if self.unit == "step" else max(0, self.at - total_step)
         return ON if first == 0 else _Between(first, float("inf"))
 
+    @override
     def params(self) -> dict[str, Any]:
         return {self.unit: self.at}
 
@@ -201,6 +228,7 @@ class Window(Schedule):
             raise InvalidArgument(f"`stop` must be > `start` ({start}), received {stop!r}")
         self.unit = _check.choice("unit", unit, UNITS)
 
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         if self.unit == "episode":
             return ON if self.start <= episode < self.stop else OFF
@@ -210,6 +238,7 @@ class Window(Schedule):
             return OFF
         return ON if low == 0 and high == float("inf") else _Between(low, high)
 
+    @override
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"start": self.start, "stop": self.stop}
         if self.unit != "step":
@@ -227,6 +256,7 @@ class _BernoulliSteps(Plan):
         self.block = np.empty(0, dtype=bool)
         self.start = 0
 
+    @override
     def active(self, t: int) -> bool:
         i = t - self.start
         if i >= len(self.block):
@@ -244,10 +274,12 @@ class Prob(Schedule):
         self.p = _check.probability("p", p)
         self.per = _check.choice("per", per, ("step", "episode"))
 
+    @override
     @property
     def random(self) -> bool:
         return True
 
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         assert rng is not None, "random schedules are given a generator"
         if self.per == "episode":
@@ -256,6 +288,7 @@ class Prob(Schedule):
             return OFF
         return ON if self.p == 1.0 else _BernoulliSteps(self.p, rng)
 
+    @override
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"p": self.p}
         if self.per != "step":
@@ -268,6 +301,7 @@ class _BurstPlan(Plan):
         self.p, self.low, self.high, self.rng = p, low, high, rng
         self.remaining = 0
 
+    @override
     def active(self, t: int) -> bool:
         if self.remaining == 0 and self.rng.random() < self.p:
             self.remaining = int(self.rng.integers(self.low, self.high, endpoint=True))
@@ -291,14 +325,17 @@ class Bursts(Schedule):
         self.p = _check.probability("p", p)
         self.duration = _check.int_range("duration", duration, minimum=1)
 
+    @override
     @property
     def random(self) -> bool:
         return True
 
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         assert rng is not None, "random schedules are given a generator"
         return OFF if self.p == 0.0 else _BurstPlan(self.p, *self.duration, rng)
 
+    @override
     def params(self) -> dict[str, Any]:
         return {"p": self.p, "duration": self.duration}
 
@@ -307,9 +344,14 @@ class _Combined(Plan):
     def __init__(self, plans: list[Plan], combine: Callable[[list[bool]], bool]) -> None:
         self.plans, self.combine = plans, combine
 
+    @override
     def active(self, t: int) -> bool:
         # Every member decides at every time, so a member's draws never depend on the others.
         return self.combine([p.active(t) for p in self.plans])
+
+    @override
+    def next_change(self, t: int) -> float:
+        return min(p.next_change(t) for p in self.plans)
 
 
 class AllOf(Schedule):
@@ -320,16 +362,19 @@ class AllOf(Schedule):
     def __init__(self, *members: Schedule):
         self.members = _members(self, members)
 
+    @override
     @property
     def random(self) -> bool:
         return any(m.random for m in self.members)
 
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         plans = [m.plan(episode, total_step, rng) for m in self.members]
         if any(p.constant is False for p in plans):
             return OFF
         return _combine([p for p in plans if p.constant is None], all, empty=ON)
 
+    @override
     def params(self) -> dict[str, Any]:
         return {}
 
@@ -345,16 +390,19 @@ class AnyOf(Schedule):
     def __init__(self, *members: Schedule):
         self.members = _members(self, members)
 
+    @override
     @property
     def random(self) -> bool:
         return any(m.random for m in self.members)
 
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         plans = [m.plan(episode, total_step, rng) for m in self.members]
         if any(p.constant is True for p in plans):
             return ON
         return _combine([p for p in plans if p.constant is None], any, empty=OFF)
 
+    @override
     def params(self) -> dict[str, Any]:
         return {}
 
@@ -363,8 +411,10 @@ class AnyOf(Schedule):
 
 
 def _combine(varying: list[Plan], combine: Callable[[list[bool]], bool], empty: Plan) -> Plan:
-    """Combines the members whose decisions vary within the episode (each episode has its own generator,
-    so dropping the constant members never changes what the others draw)."""
+    """Combines the members whose decisions vary within the episode.
+
+    Each episode has its own generator, so dropping the constant members never changes what the others draw.
+    """
     if not varying:
         return empty
     return varying[0] if len(varying) == 1 else _Combined(varying, combine)
@@ -374,8 +424,13 @@ class _Negated(Plan):
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
 
+    @override
     def active(self, t: int) -> bool:
         return not self.plan.active(t)
+
+    @override
+    def next_change(self, t: int) -> float:
+        return self.plan.next_change(t)
 
 
 class Not(Schedule):
@@ -386,16 +441,19 @@ class Not(Schedule):
     def __init__(self, member: Schedule):
         (self.member,) = _members(self, (member,))
 
+    @override
     @property
     def random(self) -> bool:
         return self.member.random
 
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         inner = self.member.plan(episode, total_step, rng)
         if inner.constant is not None:
             return OFF if inner.constant else ON
         return _Negated(inner)
 
+    @override
     def params(self) -> dict[str, Any]:
         return {}
 
@@ -416,9 +474,7 @@ def _operand(s: Schedule) -> str:
 
 ALWAYS: Final = Always()
 
-_SCHEDULES: dict[str, type[Schedule]] = {
-    cls.name: cls for cls in (Always, Never, Starting, Window, Prob, Bursts)
-}
+_SCHEDULES: dict[str, type[Schedule]] = {cls.name: cls for cls in (Always, Never, Starting, Window, Prob, Bursts)}
 
 
 def names() -> list[str]:
@@ -461,9 +517,7 @@ def from_call(call: Any) -> Schedule:
         return Not(from_call(call.args[0]))
     cls = _SCHEDULES.get(call.name)
     if cls is None:
-        raise UnknownName(
-            f"unknown schedule `{call.name}`; known: {names()}.{did_you_mean(call.name, _SCHEDULES)}"
-        )
+        raise UnknownName(f"unknown schedule `{call.name}`; known: {names()}.{did_you_mean(call.name, _SCHEDULES)}")
     try:
         return cls(*call.args, **call.kwargs)
     except TypeError as exc:

@@ -16,7 +16,7 @@ from typing import Final
 
 import numpy as np
 
-__all__ = ["SCHEDULE", "EFFECT", "fresh_entropy", "generator", "label_key"]
+__all__ = ["EFFECT", "SCHEDULE", "fresh_entropy", "generator", "label_key"]
 
 #: Stream for a perturbation's schedule decisions.
 SCHEDULE: Final = 0

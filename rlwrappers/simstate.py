@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from rlwrappers.error import StateNotSettable
 
-__all__ = ["Simulator", "simulator", "CLASSIC_PARAMETERS"]
+__all__ = ["CLASSIC_PARAMETERS", "Simulator", "simulator"]
 
 #: The constants a dynamics shift may change in each classic-control env, by class name. Derived constants
 #: (CartPole's ``total_mass`` and ``polemass_length``) are recomputed whenever one of their inputs changes.
@@ -135,7 +135,7 @@ class _Mujoco(Simulator):
         owner = self.env.model
         if name.startswith("opt."):
             owner, name = owner.opt, name[4:]
-        return getattr(owner, name)  # type: ignore[no-any-return]
+        return getattr(owner, name)
 
     def parameters(self) -> dict[str, NDArray[np.float64]]:
         model = self.env.model

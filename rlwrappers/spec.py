@@ -15,7 +15,7 @@ from typing import Any
 
 from rlwrappers.error import SpecSyntaxError
 
-__all__ = ["Call", "parse", "format_call", "format_value"]
+__all__ = ["Call", "format_call", "format_value", "parse"]
 
 
 @dataclass(frozen=True)
@@ -52,10 +52,7 @@ def parse(text: str, *, what: str = "spec") -> Call:
 
 
 def _pointed(what: str, source: str, column: int, reason: str) -> str:
-    return (
-        f"could not parse {what} {source!r} at column {column + 1}: {reason}\n"
-        f"    {source}\n    {' ' * column}^"
-    )
+    return f"could not parse {what} {source!r} at column {column + 1}: {reason}\n    {source}\n    {' ' * column}^"
 
 
 _OPERATORS: dict[type, str] = {ast.BitAnd: "&", ast.BitOr: "|"}
@@ -85,9 +82,7 @@ def _convert(node: ast.AST, source: str, what: str) -> Any:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         column = getattr(node, "col_offset", 0)
-        raise SpecSyntaxError(
-            _pointed(what, source, column, f"`{ast.unparse(node)}` is not a literal value")
-        ) from None
+        raise SpecSyntaxError(_pointed(what, source, column, f"`{ast.unparse(node)}` is not a literal value")) from None
 
 
 def _as_call(value: Any) -> Any:

@@ -20,11 +20,12 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "DISTRIBUTIONS",
-    "noise",
     "add_noise",
     "integer_noise_table",
+    "noise",
     "replace_random",
     "sticky",
+    "tight_bounds",
 ]
 
 #: Noise distributions, each parameterized by its standard deviation.
@@ -33,7 +34,9 @@ _TABLE_BITS: Final = 16
 _SQRT3: Final = math.sqrt(3.0)
 
 
-def noise(shape: tuple[int, ...], std: ArrayLike, dist: str, rng: np.random.Generator, dtype: Any = np.float64) -> NDArray[Any]:
+def noise(
+    shape: tuple[int, ...], std: ArrayLike, dist: str, rng: np.random.Generator, dtype: Any = np.float64
+) -> NDArray[Any]:
     """Zero-mean noise of standard deviation ``std`` (broadcast over ``shape``).
 
     ``uniform`` noise is uniform on ``[-a, a]`` with ``a = std * sqrt(3)``, so both distributions have
@@ -52,15 +55,16 @@ def noise(shape: tuple[int, ...], std: ArrayLike, dist: str, rng: np.random.Gene
 
 
 @functools.lru_cache(maxsize=64)
-def integer_noise_table(std: float, dist: str) -> NDArray[np.int16]:
+def integer_noise_table(std: float, dist: str) -> NDArray[np.signedinteger[Any]]:
     """A table of 65536 integers whose empirical distribution is that of ``round(X)``, ``X`` of std ``std``.
 
-    Entry ``j`` is the quantile of ``round(X)`` at probability ``(j + 0.5) / 65536``.
+    Entry ``j`` is the quantile of ``round(X)`` at probability ``(j + 0.5) / 65536``. The table is int8 when
+    its values fit (cheaper to gather), int16 otherwise.
     """
     size = 1 << _TABLE_BITS
     if std == 0.0:
-        return np.zeros(size, dtype=np.int16)
-    reach = min(int(math.ceil(9.0 * std)) + 1, 32000)  # int16 room for any 8-bit value
+        return np.zeros(size, dtype=np.int8)
+    reach = min(math.ceil(9.0 * std) + 1, 32000)  # int16 room for any 8-bit value
     k = np.arange(-reach, reach + 1)
     upper = (k + 0.5) / std
     if dist == "gaussian":
@@ -68,7 +72,8 @@ def integer_noise_table(std: float, dist: str) -> NDArray[np.int16]:
     else:
         cdf = np.clip((upper + _SQRT3) / (2.0 * _SQRT3), 0.0, 1.0)
     quantiles = (np.arange(size) + 0.5) / size
-    return k[np.searchsorted(cdf, quantiles, side="right").clip(0, len(k) - 1)].astype(np.int16)
+    table = k[np.searchsorted(cdf, quantiles, side="right").clip(0, len(k) - 1)]
+    return table.astype(np.int8 if np.abs(table).max() <= 127 else np.int16)
 
 
 def _random_indices(size: int, rng: np.random.Generator) -> NDArray[np.uint16]:
@@ -113,20 +118,33 @@ def _add_integer_noise(
     std_array = np.asarray(std, dtype=np.float64)
     if std_array.ndim == 0:
         table = integer_noise_table(float(std_array), dist)
-        step = table[_random_indices(x.size, rng)].reshape(x.shape)
+        step = np.take(table, _random_indices(x.size, rng)).reshape(x.shape)
     else:
         step = np.rint(noise(x.shape, std_array, dist, rng)).astype(np.int64)
     wide = {1: np.int16, 2: np.int32}.get(x.dtype.itemsize, np.int64)
-    out = x.astype(wide)
-    out += step
-    lo = info.min if low is None else np.maximum(np.asarray(low), info.min)
-    hi = info.max if high is None else np.minimum(np.asarray(high), info.max)
-    np.clip(out, lo, hi, out=out)
-    return out.astype(x.dtype)
+    total = np.add(x, step, dtype=wide)
+    lo = info.min if low is None else np.maximum(low, info.min)
+    hi = info.max if high is None else np.minimum(high, info.max)
+    out = np.empty_like(x)
+    np.clip(total, lo, hi, out=out, casting="unsafe")
+    return out
+
+
+def tight_bounds(low: NDArray[Any], high: NDArray[Any]) -> tuple[Any, Any]:
+    """A Box's bounds as scalars when they are the same everywhere (clipping to scalars is much cheaper)."""
+    lo = low.flat[0] if low.size and np.all(low == low.flat[0]) else low
+    hi = high.flat[0] if high.size and np.all(high == high.flat[0]) else high
+    return lo, hi
 
 
 def replace_random(
-    actions: NDArray[Any], p: float, low: ArrayLike, high: ArrayLike, rng: np.random.Generator, *, per_element: bool = False
+    actions: NDArray[Any],
+    p: float,
+    low: ArrayLike,
+    high: ArrayLike,
+    rng: np.random.Generator,
+    *,
+    per_element: bool = False,
 ) -> tuple[NDArray[Any], NDArray[np.bool_]]:
     """Replaces each action, with probability ``p``, by one drawn uniformly from ``[low, high]``.
 
@@ -140,9 +158,9 @@ def replace_random(
     mask_shape = actions.shape if per_element else (batch,)
     replaced = rng.random(mask_shape) < p
     if actions.dtype.kind in "iu":
-        draws = rng.integers(low, np.asarray(high) + 1, size=actions.shape).astype(actions.dtype)
+        draws = rng.integers(np.asarray(low), np.asarray(high) + 1, size=actions.shape).astype(actions.dtype)
     else:
-        draws = rng.uniform(low, high, size=actions.shape).astype(actions.dtype)
+        draws = rng.uniform(np.asarray(low), np.asarray(high), size=actions.shape).astype(actions.dtype)
     mask = replaced if per_element else replaced.reshape((batch,) + (1,) * (actions.ndim - 1))
     return np.where(mask, draws, actions), replaced
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from typing_extensions import override
 
 from rlwrappers import _check, transforms
 from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
@@ -14,7 +15,7 @@ from rlwrappers.error import IncompatibleSpace, InvalidType
 from rlwrappers.schedule import Schedule
 from rlwrappers.wrappers.observation import check_scale_shape
 
-__all__ = ["ActionNoisePerturbation", "ActionNoise", "StickyActionPerturbation", "StickyAction"]
+__all__ = ["ActionNoise", "ActionNoisePerturbation", "StickyAction", "StickyActionPerturbation"]
 
 _ACTION_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete)
 
@@ -76,6 +77,7 @@ class ActionNoisePerturbation(Perturbation):
         if not isinstance(self.per_element, bool):
             raise InvalidType(f"`per_element` must be a bool, received {self.per_element!r}")
 
+    @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
         space = self._space = _action_space(action_space, "action_noise")
         if self.std != 0.0:
@@ -87,6 +89,7 @@ class ActionNoisePerturbation(Perturbation):
             raise IncompatibleSpace(f"`p` needs bounded actions to draw from, received {space}")
         self._std = np.asarray(self.std, dtype=np.float64)
 
+    @override
     def action(self, action: Any, previous: Any, rng: np.random.Generator) -> tuple[Any, Record]:
         space = self._space
         executed = _as_action(action, space)
@@ -157,20 +160,26 @@ class StickyActionPerturbation(Perturbation):
         self._range = (low, high)
         self._remaining = np.zeros((), dtype=np.int64)
 
+    @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
         self._space = action_space
 
+    @override
     def start_episode(self) -> None:
         self._remaining = np.zeros((), dtype=np.int64)
 
+    @override
     def action(self, action: Any, previous: Any, rng: np.random.Generator) -> tuple[Any, Record]:
         if previous is None:
             return action, {"executed": action, "stuck": False}
-        executed, self._remaining, stuck = transforms.sticky(
+        _, self._remaining, stuck = transforms.sticky(
             np.asarray(action), np.asarray(previous), self._remaining, self.p, self._range, rng
         )
         chosen = previous if bool(stuck) else action
-        return chosen, {"executed": np.asarray(chosen).copy() if isinstance(chosen, np.ndarray) else chosen, "stuck": bool(stuck)}
+        return chosen, {
+            "executed": np.asarray(chosen).copy() if isinstance(chosen, np.ndarray) else chosen,
+            "stuck": bool(stuck),
+        }
 
 
 @register_wrapper("sticky_action")

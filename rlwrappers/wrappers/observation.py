@@ -7,13 +7,14 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from typing_extensions import override
 
 from rlwrappers import _check, transforms
 from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType
 from rlwrappers.schedule import Schedule
 
-__all__ = ["ObservationNoisePerturbation", "ObservationNoise"]
+__all__ = ["ObservationNoise", "ObservationNoisePerturbation"]
 
 
 def _box(space: gym.Space[Any], who: str, arg: str = "observation space") -> gym.spaces.Box:
@@ -60,12 +61,16 @@ class ObservationNoisePerturbation(Perturbation):
         if not isinstance(self.clip, bool):
             raise InvalidType(f"`clip` must be a bool, received {self.clip!r}")
 
+    @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
         box = _box(observation_space, "obs_noise")
         check_scale_shape("std", self.std, box.shape)
-        self._low, self._high = (box.low, box.high) if self.clip else (None, None)
+        self._low: Any
+        self._high: Any
+        self._low, self._high = transforms.tight_bounds(box.low, box.high) if self.clip else (None, None)
         self._std = np.asarray(self.std, dtype=np.float64)
 
+    @override
     def observation_space(self, space: gym.Space[Any]) -> gym.Space[Any]:
         if self.clip:
             return space
@@ -75,8 +80,9 @@ class ObservationNoisePerturbation(Perturbation):
         else:
             info = np.iinfo(space.dtype)
             low, high = info.min, info.max
-        return gym.spaces.Box(low, high, shape=space.shape, dtype=space.dtype)  # type: ignore[arg-type]
+        return gym.spaces.Box(low, high, shape=space.shape, dtype=space.dtype)
 
+    @override
     def observation(self, obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
         return transforms.add_noise(obs, self._std, self.dist, rng, self._low, self._high), {}
 

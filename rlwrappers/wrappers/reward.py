@@ -7,12 +7,13 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from typing_extensions import override
 
 from rlwrappers import _check, transforms
 from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
 from rlwrappers.schedule import Schedule
 
-__all__ = ["RewardNoisePerturbation", "RewardNoise"]
+__all__ = ["RewardNoise", "RewardNoisePerturbation"]
 
 
 @dataclass(kw_only=True)
@@ -37,6 +38,7 @@ class RewardNoisePerturbation(Perturbation):
         self.std = _check.nonnegative("std", self.std)
         self.dist = _check.choice("dist", self.dist, transforms.DISTRIBUTIONS)
 
+    @override
     def reward(self, reward: float, rng: np.random.Generator) -> tuple[float, Record]:
         delta = float(transforms.noise((), self.std, self.dist, rng)[()])
         return reward + delta, {"noise": delta}

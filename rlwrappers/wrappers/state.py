@@ -8,6 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from typing_extensions import override
 
 from rlwrappers import _check, simstate, transforms
 from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
@@ -16,10 +17,10 @@ from rlwrappers.schedule import Schedule
 from rlwrappers.wrappers.observation import check_scale_shape
 
 __all__ = [
-    "InitialStateNoisePerturbation",
-    "InitialStateNoise",
-    "DynamicsShiftPerturbation",
     "DynamicsShift",
+    "DynamicsShiftPerturbation",
+    "InitialStateNoise",
+    "InitialStateNoisePerturbation",
 ]
 
 
@@ -47,10 +48,12 @@ class InitialStateNoisePerturbation(Perturbation):
         self.std = _check.scale("std", self.std)
         self.dist = _check.choice("dist", self.dist, transforms.DISTRIBUTIONS)
 
+    @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
         self._sim = simstate.simulator(env, purpose="init_noise")
         self._std = np.asarray(self.std, dtype=np.float64)
 
+    @override
     def reset(self, env: gym.Env[Any, Any], obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
         state = self._sim.get_state()
         check_scale_shape("std", self.std, state.shape)
@@ -130,6 +133,7 @@ class DynamicsShiftPerturbation(Perturbation):
                 raise InvalidArgument(f"`scales[{key!r}]` must be >= 0, received {factor!r}")
         self._saved: dict[str, np.ndarray] = {}
 
+    @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
         self._sim = simstate.simulator(env, purpose="dynamics_shift")
         current = self._sim.parameters()
@@ -145,6 +149,7 @@ class DynamicsShiftPerturbation(Perturbation):
                         f"{current[key].shape}"
                     ) from None
 
+    @override
     def activate(self, env: gym.Env[Any, Any], rng: np.random.Generator) -> Record:
         current = self._sim.parameters()
         self._saved = {key: current[key].copy() for key in {*self.values, *self.scales}}
@@ -154,6 +159,7 @@ class DynamicsShiftPerturbation(Perturbation):
             self._sim.set_parameter(key, value)
         return {}
 
+    @override
     def deactivate(self, env: gym.Env[Any, Any]) -> None:
         for key, original in self._saved.items():
             self._sim.set_parameter(key, original)
