@@ -22,7 +22,7 @@ Random schedules draw from a generator the wrapper owns and seeds from the seed 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Final
 
 import numpy as np
@@ -341,7 +341,7 @@ class Bursts(Schedule):
 
 
 class _Combined(Plan):
-    def __init__(self, plans: list[Plan], combine: Callable[[list[bool]], bool]) -> None:
+    def __init__(self, plans: list[Plan], combine: Callable[[Iterable[bool]], bool]) -> None:
         self.plans, self.combine = plans, combine
 
     @override
@@ -354,70 +354,53 @@ class _Combined(Plan):
         return min(p.next_change(t) for p in self.plans)
 
 
-class AllOf(Schedule):
+class _Group(Schedule):
+    """Members combined by ``combine``; a member constant at ``decisive`` decides the whole episode."""
+
+    combine: ClassVar[Callable[[Iterable[bool]], bool]]
+    decisive: ClassVar[bool]
+
+    def __init__(self, *members: Schedule):
+        self.members = _members(self, members)
+
+    @override
+    @property
+    def random(self) -> bool:
+        return any(m.random for m in self.members)
+
+    @override
+    def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
+        plans = [m.plan(episode, total_step, rng) for m in self.members]
+        if any(p.constant is self.decisive for p in plans):
+            return ON if self.decisive else OFF
+        # Each episode has its own generator, so dropping the constant members never changes what the others draw.
+        varying = [p for p in plans if p.constant is None]
+        if not varying:
+            return OFF if self.decisive else ON
+        return varying[0] if len(varying) == 1 else _Combined(varying, type(self).combine)
+
+    @override
+    def params(self) -> dict[str, Any]:
+        return {}
+
+    def __str__(self) -> str:
+        return f" {self.name} ".join(_operand(m) for m in self.members)
+
+
+class AllOf(_Group):
     """Active when every member is (``a & b``)."""
 
     name = "&"
-
-    def __init__(self, *members: Schedule):
-        self.members = _members(self, members)
-
-    @override
-    @property
-    def random(self) -> bool:
-        return any(m.random for m in self.members)
-
-    @override
-    def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
-        plans = [m.plan(episode, total_step, rng) for m in self.members]
-        if any(p.constant is False for p in plans):
-            return OFF
-        return _combine([p for p in plans if p.constant is None], all, empty=ON)
-
-    @override
-    def params(self) -> dict[str, Any]:
-        return {}
-
-    def __str__(self) -> str:
-        return " & ".join(_operand(m) for m in self.members)
+    combine = all
+    decisive = False
 
 
-class AnyOf(Schedule):
+class AnyOf(_Group):
     """Active when any member is (``a | b``)."""
 
     name = "|"
-
-    def __init__(self, *members: Schedule):
-        self.members = _members(self, members)
-
-    @override
-    @property
-    def random(self) -> bool:
-        return any(m.random for m in self.members)
-
-    @override
-    def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
-        plans = [m.plan(episode, total_step, rng) for m in self.members]
-        if any(p.constant is True for p in plans):
-            return ON
-        return _combine([p for p in plans if p.constant is None], any, empty=OFF)
-
-    @override
-    def params(self) -> dict[str, Any]:
-        return {}
-
-    def __str__(self) -> str:
-        return " | ".join(_operand(m) for m in self.members)
-
-
-def _combine(varying: list[Plan], combine: Callable[[list[bool]], bool], empty: Plan) -> Plan:
-    """Combines the members whose decisions vary within the episode.
-
-    Each episode has its own generator, so dropping the constant members never changes what the others draw.
-    """
-    if not varying:
-        return empty
-    return varying[0] if len(varying) == 1 else _Combined(varying, combine)
+    combine = any
+    decisive = True
 
 
 class _Negated(Plan):
@@ -469,7 +452,7 @@ def _members(owner: Schedule, members: tuple[Any, ...]) -> tuple[Schedule, ...]:
 
 
 def _operand(s: Schedule) -> str:
-    return f"({s})" if isinstance(s, (AllOf, AnyOf)) else str(s)
+    return f"({s})" if isinstance(s, _Group) else str(s)
 
 
 ALWAYS: Final = Always()

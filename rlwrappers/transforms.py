@@ -105,7 +105,7 @@ def add_noise(
     x = np.asarray(x)
     if x.dtype.kind in "iub":
         return _add_integer_noise(x, std, dist, rng, low, high)
-    out = x + noise(x.shape, std, dist, rng, x.dtype)
+    out = np.asarray(x + noise(x.shape, std, dist, rng, x.dtype))
     if low is not None or high is not None:
         np.clip(out, low, high, out=out)
     return out.astype(x.dtype, copy=False)

@@ -1,0 +1,161 @@
+"""The perturbation layer's semantics: time convention, composition, labels, randomness, dynamics restore."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import data_equivalence
+
+import rlwrappers as rw
+from rlwrappers.error import MissingExtra
+
+
+def rollout(env: gym.Env, seed: int, steps: int) -> list[tuple]:
+    out = []
+    obs, info = env.reset(seed=seed)
+    env.action_space.seed(seed)
+    out.append((obs, info.get("rlwrappers")))
+    for _ in range(steps):
+        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        out.append((obs, reward, info.get("rlwrappers")))
+        if terminated or truncated:
+            break
+    return out
+
+
+def same(a: list[tuple], b: list[tuple]) -> bool:
+    return len(a) == len(b) and all(data_equivalence(x, y, exact=True) for x, y in zip(a, b, strict=True))
+
+
+def test_wrap_with_several_specs_equals_nesting_the_named_wrappers():
+    specs = ("obs_noise(std=0.2)", "action_noise(p=0.3)", "reward_noise(std=0.5)")
+    one_layer = rw.wrap(gym.make("CartPole-v1"), *specs)
+    nested = rw.RewardNoise(rw.ActionNoise(rw.ObservationNoise(gym.make("CartPole-v1"), std=0.2), p=0.3), std=0.5)
+    assert same(rollout(one_layer, 3, 40), rollout(nested, 3, 40))
+
+
+def test_labels_are_unique_across_layers_and_draw_independently():
+    env = rw.ObservationNoise(rw.ObservationNoise(gym.make("CartPole-v1"), std=0.1), std=0.1)
+    assert [layer.labels for layer in rw.layers(env)] == [("obs_noise-2",), ("obs_noise",)]
+    bare = gym.make("CartPole-v1")
+    clean, _ = bare.reset(seed=0)
+    inner = rw.layers(env)
+    obs, info = env.reset(seed=0)
+    assert set(info["rlwrappers"]) == {"obs_noise", "obs_noise-2"}
+    # Two independent N(0, 0.1) draws: the total noise is not twice one draw.
+    assert not np.allclose(obs - clean, 2 * (obs - clean)[0])
+    assert list(inner)  # the generator was consumed
+
+
+def test_time_convention_observation_noise_starts_with_the_observation_of_time_t():
+    bare = gym.make("CartPole-v1")
+    env = rw.ObservationNoise(gym.make("CartPole-v1"), std=0.5, when="starting(step=3)")
+    clean, _ = bare.reset(seed=1)
+    noisy, info = env.reset(seed=1)
+    assert np.array_equal(clean, noisy) and "rlwrappers" not in info
+    for t in range(1, 6):
+        clean, *_ = bare.step(0)
+        noisy, _, _, _, info = env.step(0)
+        # The step call that moves to time t returns the observation of time t.
+        assert np.array_equal(clean, noisy) == (t < 3)
+        assert ("rlwrappers" in info) == (t >= 3)
+
+
+def test_action_and_reward_follow_the_decision_of_the_time_the_action_is_taken():
+    env = rw.wrap(gym.make("CartPole-v1"), "action_noise(p=1.0)", "reward_noise(std=1.0)", when="window(2, 4)")
+    env.reset(seed=0)
+    acted = []
+    for _ in range(6):
+        *_, info = env.step(0)
+        acted.append(sorted(info.get("rlwrappers", {})))
+    assert acted == [[], [], ["action_noise", "reward_noise"], ["action_noise", "reward_noise"], [], []]
+
+
+def test_perturbations_never_touch_the_env_generator():
+    bare = gym.make("CartPole-v1")
+    env = rw.wrap(gym.make("CartPole-v1"), "obs_noise(std=0.1)", "reward_noise(std=0.1)", "init_noise(std=0.01)")
+    bare.reset(seed=5)
+    env.reset(seed=5)
+    for _ in range(8):
+        bare.step(1)
+        env.step(1)
+        assert bare.unwrapped.np_random.bit_generator.state == env.unwrapped.np_random.bit_generator.state
+
+
+def test_same_seed_same_run_different_seed_different_noise():
+    make = lambda: rw.wrap(gym.make("Pendulum-v1"), "obs_noise(std=0.1)", "action_noise(std=0.2)")  # noqa: E731
+    assert same(rollout(make(), 7, 30), rollout(make(), 7, 30))
+    assert not same(rollout(make(), 7, 30), rollout(make(), 8, 30))
+
+
+def test_reset_with_the_same_seed_repeats_the_noise_whatever_came_before():
+    env = rw.ObservationNoise(gym.make("CartPole-v1"), std=0.3)
+    first = rollout(env, 11, 10)
+    rollout(env, 12, 10)
+    assert same(first, rollout(env, 11, 10))
+
+
+def test_unseeded_layers_draw_fresh_entropy_and_report_it():
+    a = rw.ObservationNoise(gym.make("CartPole-v1"))
+    b = rw.ObservationNoise(gym.make("CartPole-v1"))
+    a.reset()
+    b.reset()
+    assert isinstance(a.entropy, int) and a.entropy != b.entropy
+
+
+def test_dynamics_are_restored_bit_exactly_when_the_schedule_switches_off_and_at_reset():
+    env = rw.DynamicsShift(gym.make("CartPole-v1"), scales={"length": 3.0, "masspole": 0.7}, when="window(2, 5)")
+    base = env.unwrapped
+    original = (base.length, base.masspole, base.total_mass, base.polemass_length)
+    env.reset(seed=0)
+    seen = []
+    for _ in range(7):
+        env.step(1)
+        seen.append((base.length, base.masspole))
+    assert seen[1] == (1.5, 0.1 * 0.7) and seen[3] == (1.5, 0.1 * 0.7)
+    assert seen[0] == seen[4] == seen[6] == original[:2]
+    assert (base.length, base.masspole, base.total_mass, base.polemass_length) == original
+
+
+def test_mujoco_dynamics_shift_and_restore():
+    env = rw.DynamicsShift(gym.make("Hopper-v5"), values={"opt.gravity": [0.0, 0.0, -5.0]}, scales={"body_mass": 2.0})
+    model = env.unwrapped.model
+    mass, gravity = model.body_mass.copy(), model.opt.gravity.copy()
+    env.reset(seed=0)
+    assert np.array_equal(model.body_mass, 2.0 * mass) and np.array_equal(model.opt.gravity, [0.0, 0.0, -5.0])
+    env.close()
+    assert np.array_equal(model.body_mass, mass) and np.array_equal(model.opt.gravity, gravity)
+
+
+def test_a_perturbation_object_given_to_wrap_is_copied_not_bound():
+    p = rw.wrappers.ObservationNoisePerturbation(std=0.2)
+    env = rw.wrap(gym.make("CartPole-v1"), p)
+    assert env.perturbations[0] == p and env.perturbations[0] is not p
+    assert not hasattr(p, "_std")
+
+
+def test_the_caller_arrays_are_not_modified():
+    env = rw.ActionNoise(gym.make("Pendulum-v1"), std=0.5)
+    env.reset(seed=0)
+    action = np.array([0.25], dtype=np.float32)
+    env.step(action)
+    assert action[0] == np.float32(0.25)
+
+
+def test_import_is_light():
+    heavy = ("torch", "pandas", "pyarrow", "mujoco", "ale_py", "stable_baselines3")
+    code = f"import sys, rlwrappers\nprint([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_missing_extra_raises_one_error_naming_it():
+    from rlwrappers._optional import require
+
+    with pytest.raises(MissingExtra, match=r"rlwrappers\[attacks\]") as caught:
+        require("torchattacks", purpose="gradient attacks")
+    assert isinstance(caught.value, ImportError) and "gradient attacks" in str(caught.value)
