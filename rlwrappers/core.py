@@ -52,7 +52,6 @@ CHANNELS: Final = ("observation", "action", "reward", "state", "dynamics")
 FIELD_TYPES: Final = ("bool", "int64", "float64", "float64[]", "action")
 
 _REGISTRY: dict[str, type[Perturbation]] = {}
-_RESERVED: Final = ("name", "when", "label")
 
 Record = dict[str, Any]
 
@@ -541,7 +540,7 @@ class Perturb(PerturbationLayer, RecordConstructorArgs):
         >>> import gymnasium as gym, rlwrappers as rw
         >>> env = rw.Perturb(gym.make("CartPole-v1"), ["obs_noise(std=0.05)", "reward_noise(std=0.1)"])
         >>> env.specs
-        ['obs_noise(std=0.05)', 'reward_noise(std=0.1)']
+        ['obs_noise(std=0.05)', 'reward_noise']
     """
 
     def __init__(

@@ -35,6 +35,7 @@ import platform
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, SupportsFloat
 
@@ -44,7 +45,7 @@ import numpy as np
 from rlwrappers._optional import require
 from rlwrappers._version import __version__
 from rlwrappers.core import INFO_KEY, layers
-from rlwrappers.error import InvalidType, LogError
+from rlwrappers.error import InvalidArgument, InvalidType, LogError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -132,8 +133,8 @@ def _schemas(pa: Any, meta: Mapping[str, Any]) -> tuple[pa.Schema, pa.Schema]:
     episodes = pa.schema(
         [
             pa.field("episode", pa.int64()),
-            pa.field("seed", pa.int64()),
-            pa.field("entropy", pa.list_(pa.string())),
+            pa.field("seed", pa.uint64()),
+            pa.field("entropy", pa.list_(pa.uint64())),
             pa.field("return", pa.float64()),
             pa.field("length", pa.int64()),
             pa.field("terminated", pa.bool_()),
@@ -258,6 +259,8 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
         """Resets the env; an episode still open is written first, marked incomplete."""
         if self._open:
             self._end_episode(terminated=False, truncated=False)
+        if seed is not None and not (isinstance(seed, Integral) and 0 <= seed < 2**64):
+            raise InvalidArgument(f"`seed` must be an int in [0, 2**64) to be logged, received {seed!r}")
         obs, info = self.env.reset(seed=seed, options=options)
         self._episode += 1
         if seed is not None:
@@ -313,7 +316,7 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
         episode: dict[str, Any] = {
             "episode": self._episode,
             "seed": None if self._seed is None else int(self._seed),
-            "entropy": [str(layer.entropy) for layer in self._layers],
+            "entropy": [layer.entropy for layer in self._layers],
             "return": float(reward_array.sum()),
             "length": n,
             "terminated": terminated,
@@ -470,14 +473,13 @@ def load(path: str | os.PathLike[str]) -> Log:
     if meta.get("format") != FORMAT:
         raise LogError(f"{str(meta_path)!r} is not an rlwrappers log header (format {meta.get('format')!r})")
     pa = require("pyarrow")
-    nullable = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}.get
+    nullable = {pa.int64(): pd.Int64Dtype(), pa.uint64(): pd.UInt64Dtype(), pa.bool_(): pd.BooleanDtype()}.get
     if (root / "steps.parquet").exists():
         tables = {name: pq.read_table(root / f"{name}.parquet") for name in TABLES}
     else:
-        tables = _tables(root) or {}
-    frames = {
-        name: tables[name].to_pandas(types_mapper=nullable) if name in tables else pd.DataFrame() for name in TABLES
-    }
+        empty = dict(zip(TABLES, (schema.empty_table() for schema in _schemas(pa, meta)), strict=True))
+        tables = _tables(root) or empty
+    frames = {name: table.to_pandas(types_mapper=nullable) for name, table in tables.items()}
     if "seeds" not in meta and "seed" in frames["episodes"]:
         meta["seeds"] = [int(s) for s in frames["episodes"]["seed"].dropna()]
     return Log(frames["steps"], frames["episodes"], meta, root)

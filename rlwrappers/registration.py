@@ -7,6 +7,8 @@ other ID. IDs are derived from the spec text alone, so they are the same in ever
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,8 +35,14 @@ def _base_spec(base_id: str) -> EnvSpec:
 
 
 def _slug(entries: list[Entry]) -> str:
-    text = "-".join(str(e) for e in entries)
-    return re.sub(r"[^\w.]+", "_", text).strip("_")
+    """A readable name for the perturbations plus a digest of their full spec (every parameter, defaults too).
+
+    The readable part alone can be ambiguous (``label='a-b'`` and ``label='a_b'`` read the same); the digest
+    tells them apart, and it changes whenever any parameter does, so an ID never changes meaning.
+    """
+    readable = re.sub(r"[^\w.]+", "_", "-".join(str(e) for e in entries)).strip("_")
+    full = json.dumps([e.to_dict() for e in entries], sort_keys=True, default=list)
+    return f"{readable}-{hashlib.sha1(full.encode()).hexdigest()[:8]}"
 
 
 def register(
@@ -46,8 +54,10 @@ def register(
 ) -> str:
     """Registers ``base_id`` with perturbations added, and returns the new ID.
 
-    The ID is ``rlwrappers/<BaseName>-<perturbations>-v<version>`` unless ``name`` is given, in which case it
-    is ``rlwrappers/<name>-v<version>``. Registering the same ID again with the same perturbations is a no-op;
+    The ID is ``rlwrappers/<BaseName>-<perturbations>-<digest>-v<version>`` unless ``name`` is given, in which
+    case it is ``rlwrappers/<name>-v<version>``. ``<perturbations>`` is the spec text made ID-safe and
+    ``<digest>`` the first 8 hex digits of the SHA-1 of the full spec: the same in every process, and distinct
+    for distinct perturbations. Registering the same ID again with the same perturbations is a no-op;
     with different ones it is an error.
 
     Args:
@@ -61,7 +71,7 @@ def register(
         >>> import gymnasium as gym, rlwrappers as rw
         >>> env_id = rw.register("CartPole-v1", "obs_noise(std=0.1)")
         >>> env_id
-        'rlwrappers/CartPole-obs_noise_std_0.1-v1'
+        'rlwrappers/CartPole-obs_noise-2ce917cd-v1'
         >>> gym.make(env_id).spec.additional_wrappers[-1].kwargs
         {'perturbations': [{'name': 'obs_noise', 'std': 0.1, 'dist': 'gaussian', 'clip': True, 'when': 'always'}]}
     """
@@ -91,8 +101,8 @@ def register(
         if existing.additional_wrappers == new["additional_wrappers"] and existing.kwargs == new["kwargs"]:
             return env_id
         raise InvalidArgument(
-            f"`{env_id}` is already registered with other perturbations: "
-            f"{existing.additional_wrappers[-1].kwargs if existing.additional_wrappers else existing.kwargs}"
+            f"`{env_id}` is already registered with a different spec: wrappers "
+            f"{[w.kwargs for w in existing.additional_wrappers]} and kwargs {existing.kwargs}"
         )
     gym.register(**new)
     return env_id

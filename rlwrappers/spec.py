@@ -26,6 +26,14 @@ class Call:
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        if self.name in ("&", "|"):
+            return f" {self.name} ".join(repr(a) for a in self.args)
+        if self.name == "~":
+            return f"~{self.args[0]!r}"
+        inner = [format_value(a) for a in self.args] + [f"{k}={format_value(v)}" for k, v in self.kwargs.items()]
+        return f"{self.name}({', '.join(inner)})" if inner else self.name
+
 
 def parse(text: str, *, what: str = "spec") -> Call:
     """Parses one spec string into a :class:`Call` tree.
@@ -41,7 +49,10 @@ def parse(text: str, *, what: str = "spec") -> Call:
     try:
         tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:
-        column = (exc.offset or 1) - 1
+        # Python reports an unexpected end of the text at offset 0 or past it: point at the end.
+        column = (exc.offset or 0) - 1
+        if not 0 <= column < len(source):
+            column = len(source)
         raise SpecSyntaxError(_pointed(what, source, column, exc.msg)) from None
     node = _convert(tree.body, source, what)
     if isinstance(node, str):

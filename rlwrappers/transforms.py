@@ -42,7 +42,7 @@ def noise(
     ``uniform`` noise is uniform on ``[-a, a]`` with ``a = std * sqrt(3)``, so both distributions have
     standard deviation ``std``.
     """
-    dtype = np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.dtype(np.float64)
+    dtype = np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)  # numpy draws only these
     if dist == "gaussian":
         unit = rng.standard_normal(shape, dtype=dtype)
     else:
@@ -158,7 +158,7 @@ def replace_random(
     mask_shape = actions.shape if per_element else (batch,)
     replaced = rng.random(mask_shape) < p
     if actions.dtype.kind in "iu":
-        draws = rng.integers(np.asarray(low), np.asarray(high) + 1, size=actions.shape).astype(actions.dtype)
+        draws = rng.integers(np.asarray(low), np.asarray(high), size=actions.shape, endpoint=True).astype(actions.dtype)
     else:
         draws = rng.uniform(np.asarray(low), np.asarray(high), size=actions.shape).astype(actions.dtype)
     mask = replaced if per_element else replaced.reshape((batch,) + (1,) * (actions.ndim - 1))

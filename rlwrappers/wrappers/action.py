@@ -98,7 +98,7 @@ class ActionNoisePerturbation(Perturbation):
             batch, mask = transforms.replace_random(
                 executed[np.newaxis], self.p, self._low, self._high, rng, per_element=self.per_element
             )
-            executed, replaced = batch[0], bool(mask.any())
+            executed, replaced = batch[0, ...], bool(mask.any())  # [0, ...] keeps a 0-d action an array
         if isinstance(space, gym.spaces.Box) and self.std != 0.0:
             executed = transforms.add_noise(executed, self._std, "gaussian", rng, self._low, self._high)
         return _native(executed, space), {"executed": executed.copy(), "replaced": replaced}

@@ -193,5 +193,9 @@ class DynamicsShift(SingleLayer):
         label: str | None = None,
     ):
         """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        perturbation = DynamicsShiftPerturbation(values=dict(values or {}), scales=dict(scales or {}))
+        values, scales = ({} if values is None else values), ({} if scales is None else scales)
+        perturbation = DynamicsShiftPerturbation(
+            values=dict(values) if isinstance(values, Mapping) else values,  # anything else is rejected by name
+            scales=dict(scales) if isinstance(scales, Mapping) else scales,
+        )
         self._setup(env, perturbation, when, label)
