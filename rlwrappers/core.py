@@ -446,7 +446,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         if self._any:
             return self._perturbed_step(action)
         # Nothing is active: forward the step, and only look at the schedules when one may switch on.
-        self._previous_action = action
+        self._previous_action = _kept(action)
         result = self.env.step(action)
         t = self._t = self._t + 1
         if t >= self._next_change:
@@ -470,7 +470,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         for i in self._dynamics:
             if on[i]:
                 records[self.labels[i]] = {"active": True}
-        self._previous_action = action
+        self._previous_action = _kept(action)
 
         obs, reward, terminated, truncated, info = self.env.step(action)
 
@@ -517,6 +517,11 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
                 self.perturbations[i].deactivate(self.env)
                 self._on[i] = False
         super().close()
+
+
+def _kept(action: Any) -> Any:
+    """A copy of an array action, so that a caller reusing its action buffer cannot change what was executed."""
+    return action.copy() if isinstance(action, np.ndarray) else action
 
 
 def _report(info: dict[str, Any], records: dict[str, Record]) -> None:

@@ -20,10 +20,16 @@ from gymnasium.envs.registration import EnvSpec, WrapperSpec
 from rlwrappers.core import Entry, Perturb, Perturbation
 from rlwrappers.error import InvalidArgument, UnknownName, did_you_mean
 
-__all__ = ["CATALOGUE", "NAMESPACE", "CatalogueEntry", "catalogue", "register"]
+__all__ = ["CATALOGUE", "NAMESPACE", "CatalogueEntry", "base_ids", "catalogue", "register"]
 
 NAMESPACE: Final = "rlwrappers"
 _PERTURB_ENTRY_POINT: Final = f"{Perturb.__module__}:{Perturb.__name__}"
+_BASES: dict[str, str] = {}
+
+
+def base_ids() -> dict[str, str]:
+    """Every ID registered through :func:`register` in this process, mapped to its base env's ID."""
+    return dict(_BASES)
 
 
 def _base_spec(base_id: str) -> EnvSpec:
@@ -105,6 +111,7 @@ def register(
             f"{[w.kwargs for w in existing.additional_wrappers]} and kwargs {existing.kwargs}"
         )
     gym.register(**new)
+    _BASES[env_id] = base_id
     return env_id
 
 

@@ -336,3 +336,39 @@ def test_rl_zoo_trains_on_a_registered_id(tmp_path):
     complete = log.episodes[log.episodes["complete"]]
     assert len(complete) >= 1
     assert not np.allclose(complete["return"].to_numpy(), complete["length"].to_numpy())
+
+
+@pytest.mark.slow
+def test_rl_zoo_uses_the_base_env_hyperparameters_through_the_shipped_config(tmp_path):
+    command = [
+        sys.executable, "-m", "rl_zoo3.train",
+        "--algo", "ppo",
+        "--env", OBS_NOISE_ID,
+        "--gym-packages", "rlwrappers",
+        "--conf-file", "rlwrappers.rlzoo.ppo",
+        "--hyperparams", "n_envs:2",
+        "-n", "256",
+        "-f", str(tmp_path / "logs"),
+        "--seed", "0",
+        "--eval-freq", "-1",
+        "--device", "cpu",
+        "--verbose", "0",
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (run,) = (tmp_path / "logs" / "ppo").glob("rlwrappers-CartPole-ObsNoise-v1_*")
+    import yaml
+
+    saved = dict(yaml.unsafe_load((run / OBS_NOISE_ID.replace("/", "-") / "config.yml").read_text()))
+    from rlwrappers.rlzoo import ppo
+
+    base = ppo.hyperparams["CartPole-v1"]
+    assert saved["n_steps"] == base["n_steps"] and saved["gae_lambda"] == base["gae_lambda"]
+
+
+def test_rl_zoo_config_covers_every_catalogue_id_whose_base_it_knows():
+    from rlwrappers.rlzoo import hyperparameters
+
+    table = hyperparameters("sac")
+    assert table["rlwrappers/Pendulum-ObsNoise-v1"] == table["Pendulum-v1"]
+    assert "rlwrappers/CartPole-ObsNoise-v1" not in table  # SAC has no CartPole entry to copy

@@ -107,15 +107,22 @@ def _actions(space: gym.Space[Any], seed: int, steps: int) -> list[Any]:
     return [space.sample() for _ in range(steps)]
 
 
-def _run(env: gym.Env[Any, Any], seed: int, actions: Sequence[Any]) -> Iterator[_Event]:
+def _run(env: gym.Env[Any, Any], seed: int, actions: Sequence[Any], *, one_buffer: bool = False) -> Iterator[_Event]:
     """Yields an event right after each call to ``env``: a reset with ``seed``, then a step per action.
 
-    Steps take copies of ``actions``; an episode that ends is followed by a reset without a seed.
+    Steps take copies of ``actions``, or with ``one_buffer`` the same array each time, into which each array
+    action is written, as a caller that reuses its action buffer does. An episode that ends is followed by a
+    reset without a seed.
     """
     obs, info = env.reset(seed=seed)
     yield _Event("reset", 0, None, obs, info=info)
+    buffer = copy.deepcopy(actions[0]) if one_buffer and actions and isinstance(actions[0], np.ndarray) else None
     for t, action in enumerate(actions, start=1):
-        given = copy.deepcopy(action)
+        if buffer is not None:
+            buffer[...] = action
+            given = buffer
+        else:
+            given = copy.deepcopy(action)
         obs, reward, terminated, truncated, info = env.step(given)
         yield _Event("step", t, given, obs, reward, terminated, truncated, info)
         if terminated or truncated:
@@ -123,8 +130,8 @@ def _run(env: gym.Env[Any, Any], seed: int, actions: Sequence[Any]) -> Iterator[
             yield _Event("reset", t, None, obs, info=info)
 
 
-def _rollout(env: gym.Env[Any, Any], seed: int, actions: Sequence[Any]) -> list[_Event]:
-    return [copy.deepcopy(event) for event in _run(env, seed, actions)]
+def _rollout(env: gym.Env[Any, Any], seed: int, actions: Sequence[Any], *, one_buffer: bool = False) -> list[_Event]:
+    return [copy.deepcopy(event) for event in _run(env, seed, actions, one_buffer=one_buffer)]
 
 
 _FIELDS = ("kind", "obs", "reward", "terminated", "truncated", "info")
@@ -337,8 +344,24 @@ def check_spaces(env_fn: EnvFn, wrap_fn: WrapFn, *, seed: int = 0, steps: int = 
         env.close()
 
 
+@dataclass
+class _Watched:
+    """An array handed out during a rollout, with a copy of what it held then."""
+
+    what: str
+    value: Any
+    copy: Any
+
+
 def check_no_mutation(env_fn: EnvFn, wrap_fn: WrapFn, *, seed: int = 0, steps: int = 100) -> None:
-    """The wrapper never modifies in place the observations the env returns, nor the caller's actions.
+    """No array is edited in place across the wrapper, in either direction.
+
+    The wrapper never modifies the observations the env returns nor the caller's actions: each is compared
+    with a copy taken when it was handed over, after every call to the wrapper and for the rest of the rollout,
+    so a wrapper that keeps a reference and edits it later is caught too. (An observation array that the env
+    itself returns again, reusing its buffer, stops being watched.) And the wrapper keeps no reference to the
+    caller's actions that the caller's own later edits would change: a caller that writes every action into
+    one reused array gets the same rollout as one that passes fresh arrays.
 
     Args:
         env_fn: builds a fresh base env.
@@ -350,22 +373,41 @@ def check_no_mutation(env_fn: EnvFn, wrap_fn: WrapFn, *, seed: int = 0, steps: i
         ContractError: an array was modified in place.
     """
     spy, env = _spied(env_fn, wrap_fn)
+    watched: list[_Watched] = []
     try:
         actions = _actions(env.action_space, seed, steps)
         for event in _run(env, seed, actions):
             for call in spy.new_calls():
-                if not data_equivalence(call.obs, call.obs_copy, exact=True):
-                    raise ContractError(
-                        f"check_no_mutation: during {event.where()}, the wrapper modified in place the observation "
-                        f"the env returned: it was {_short(call.obs_copy)}, it is now {_short(call.obs)}"
-                    )
-            if event.kind == "step" and not data_equivalence(event.action, actions[event.step - 1], exact=True):
-                raise ContractError(
-                    f"check_no_mutation: {event.where()} modified the caller's action in place: it was "
-                    f"{_short(actions[event.step - 1])}, it is now {_short(event.action)}"
+                watched = [w for w in watched if w.value is not call.obs]
+                watched.append(
+                    _Watched(f"the observation the env returned at {event.where()}", call.obs, call.obs_copy)
                 )
+            if event.kind == "step":
+                watched.append(
+                    _Watched(f"the caller's action of {event.where()}", event.action, actions[event.step - 1])
+                )
+            for w in watched:
+                if not data_equivalence(w.value, w.copy, exact=True):
+                    raise ContractError(
+                        f"check_no_mutation: by the end of {event.where()}, the wrapper had modified in place "
+                        f"{w.what}: it was {_short(w.copy)}, it is now {_short(w.value)}"
+                    )
     finally:
         env.close()
+    if not actions or not isinstance(actions[0], np.ndarray):
+        return
+    fresh, reused = _build(env_fn, wrap_fn), _build(env_fn, wrap_fn)
+    try:
+        difference = _difference(
+            _rollout(fresh, seed, actions), _rollout(reused, seed, actions, one_buffer=True), ("fresh", "reused")
+        )
+    finally:
+        _closing(fresh, reused)
+    if difference is not None:
+        raise ContractError(
+            "check_no_mutation: a caller that writes its actions into one reused array gets another rollout than "
+            f"one that passes fresh arrays (the wrapper keeps a reference to the caller's action) {difference}"
+        )
 
 
 def check_env_rng_untouched(env_fn: EnvFn, wrap_fn: WrapFn, *, seed: int = 0, steps: int = 100) -> None:
