@@ -7,6 +7,7 @@ schedules; ``rlwrappers list ids`` (or ``perturbations``, ``schedules``) prints 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -55,11 +56,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     listing = commands.add_parser("list", help="list registered perturbed env IDs, perturbations and schedules")
     listing.add_argument("parts", nargs="*", metavar="PART", help=f"what to list: {', '.join(_PARTS)} (default: all)")
     args = parser.parse_args(argv)
-    if args.command == "list":
-        unknown = [p for p in args.parts if p not in _PARTS]
-        if unknown:
-            listing.error(f"unknown part {unknown[0]!r}; choose from {', '.join(_PARTS)}")
-        _list(args.parts or _PARTS)
+    try:
+        if args.command == "list":
+            unknown = [p for p in args.parts if p not in _PARTS]
+            if unknown:
+                listing.error(f"unknown part {unknown[0]!r}; choose from {', '.join(_PARTS)}")
+            _list(args.parts or _PARTS)
+    except BrokenPipeError:  # the reader stopped early (`rlwrappers list | head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

@@ -149,13 +149,19 @@ class Perturbation:
         """Changes the env's state right after its reset; returns the observation of the new state."""
         raise NotImplementedError
 
-    def activate(self, env: gym.Env[Any, Any], rng: np.random.Generator) -> Record:
-        """Applies a change of the env's dynamics."""
-        raise NotImplementedError
+    def activate(self, env: gym.Env[Any, Any], rng: np.random.Generator) -> Record | None:
+        """Called when the schedule switches the perturbation on: at time 0 of an episode, or later in it.
+
+        Dynamics perturbations apply their change here and return a record; others may start something.
+        Returns None (the default) when there is nothing to report.
+        """
+        return None
 
     def deactivate(self, env: gym.Env[Any, Any]) -> None:
-        """Undoes :meth:`activate` exactly."""
-        raise NotImplementedError
+        """Called when the schedule switches the perturbation off, and at the next reset if it was on.
+
+        Undoes :meth:`activate` exactly, and ends anything under way (a sticky repetition).
+        """
 
 
 def _doc_lines(cls: type) -> tuple[str, dict[str, str]]:
@@ -347,6 +353,11 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         self._reward = by_channel["reward"]
         self._state = by_channel["state"]
         self._dynamics = by_channel["dynamics"]
+        self._switched = [
+            i
+            for i, p in enumerate(self.perturbations)
+            if type(p).activate is not Perturbation.activate or type(p).deactivate is not Perturbation.deactivate
+        ]
 
         self._entropy: int | None = None
         self._since_seed = -1
@@ -404,7 +415,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         if self._episode >= 0:
             self._total_step += self._t
         self._episode += 1
-        for i in self._dynamics:
+        for i in self._switched:
             if self._on[i]:
                 self.perturbations[i].deactivate(self.env)
 
@@ -422,9 +433,11 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
             p.start_episode()
 
         records: dict[str, Record] = {}
-        for i in self._dynamics:
+        for i in self._switched:
             if on[i]:
-                records[self.labels[i]] = {"active": True, **self.perturbations[i].activate(self.env, self._rng(i))}
+                record = self.perturbations[i].activate(self.env, self._rng(i))
+                if record is not None:
+                    records[self.labels[i]] = {"active": True, **record}
         for i in self._state:
             if on[i]:
                 obs, record = self.perturbations[i].reset(self.env, obs, self._rng(i))
@@ -501,7 +514,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         on = self._on
         for i, plan in self._varying:
             now = plan.active(t)
-            if now != on[i] and self.perturbations[i].channel == "dynamics":
+            if now != on[i] and i in self._switched:
                 if now:
                     self.perturbations[i].activate(self.env, self._rng(i))
                 else:
@@ -512,7 +525,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
 
     def close(self) -> None:
         """Undoes active dynamics changes, then closes the env."""
-        for i in self._dynamics:
+        for i in self._switched:
             if self._on[i]:
                 self.perturbations[i].deactivate(self.env)
                 self._on[i] = False

@@ -40,14 +40,17 @@ def _base_spec(base_id: str) -> EnvSpec:
         raise UnknownName(f"no env registered as `{base_id}`.{did_you_mean(base_id, known)}") from None
 
 
-def _slug(entries: list[Entry]) -> str:
-    """A readable name for the perturbations plus a digest of their full spec (every parameter, defaults too).
+def _slug(entries: list[Entry], kwargs: Mapping[str, Any]) -> str:
+    """A readable name for the perturbations plus a digest of the full spec.
+
+    The digest covers every parameter (defaults too) and the base env's keyword arguments.
 
     The readable part alone can be ambiguous (``label='a-b'`` and ``label='a_b'`` read the same); the digest
     tells them apart, and it changes whenever any parameter does, so an ID never changes meaning.
     """
     readable = re.sub(r"[^\w.]+", "_", "-".join(str(e) for e in entries)).strip("_")
-    full = json.dumps([e.to_dict() for e in entries], sort_keys=True, default=list)
+    spec: list[Any] = [e.to_dict() for e in entries]
+    full = json.dumps([spec, dict(kwargs)] if kwargs else spec, sort_keys=True, default=repr)
     return f"{readable}-{hashlib.sha1(full.encode()).hexdigest()[:8]}"
 
 
@@ -62,9 +65,9 @@ def register(
 
     The ID is ``rlwrappers/<BaseName>-<perturbations>-<digest>-v<version>`` unless ``name`` is given, in which
     case it is ``rlwrappers/<name>-v<version>``. ``<perturbations>`` is the spec text made ID-safe and
-    ``<digest>`` the first 8 hex digits of the SHA-1 of the full spec: the same in every process, and distinct
-    for distinct perturbations. Registering the same ID again with the same perturbations is a no-op;
-    with different ones it is an error.
+    ``<digest>`` the first 8 hex digits of the SHA-1 of the full spec (every parameter and the base env's
+    keyword arguments): the same in every process, and distinct for distinct perturbations. Registering the
+    same ID again with the same perturbations is a no-op; with different ones it is an error.
 
     Args:
         base_id: a registered env ID, e.g. "CartPole-v1".
@@ -86,7 +89,7 @@ def register(
     if not entries:
         raise InvalidArgument(f"`register` needs at least one perturbation spec for `{base_id}`, received none")
     if name is None:
-        name = f"{base.name}-{_slug(entries)}"
+        name = f"{base.name}-{_slug(entries, kwargs)}"
     elif not re.fullmatch(r"[\w.-]+", name):
         raise InvalidArgument(f"`name` must use letters, digits, '_', '.' and '-', received {name!r}")
     env_id = gym.envs.registration.get_env_id(NAMESPACE, name, base.version)

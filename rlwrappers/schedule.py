@@ -312,7 +312,7 @@ class _BurstPlan(Plan):
 
 
 class Bursts(Schedule):
-    """Shifts that strike at random and last a random time (seed 001's observational setting).
+    """Shifts that strike at random and last a random time (the observational setting of Fujimoto et al.).
 
     At each time step without an ongoing burst, a burst starts with probability ``p``; it lasts a number of
     steps drawn uniformly from ``duration = (a, b)`` (both ends included), then the perturbation waits for

@@ -61,6 +61,10 @@ class Simulator(abc.ABC):
         self.env = env
 
     @abc.abstractmethod
+    def state_size(self) -> int:
+        """The length of the state vector (known before the first reset)."""
+
+    @abc.abstractmethod
     def get_state(self) -> NDArray[np.float64]:
         """The state as a flat float64 vector."""
 
@@ -81,10 +85,22 @@ class Simulator(abc.ABC):
         """Sets one parameter (same shape as returned by :meth:`parameters`)."""
 
 
+_CLASSIC_STATE_SIZES: Final[Mapping[str, int]] = {
+    "CartPoleEnv": 4,
+    "PendulumEnv": 2,
+    "MountainCarEnv": 2,
+    "Continuous_MountainCarEnv": 2,
+    "AcrobotEnv": 4,
+}
+
+
 class _Classic(Simulator):
     def __init__(self, env: Any) -> None:
         super().__init__(env)
         self.kind = type(env).__name__
+
+    def state_size(self) -> int:
+        return _CLASSIC_STATE_SIZES[self.kind]
 
     def get_state(self) -> NDArray[np.float64]:
         if self.env.state is None:
@@ -98,6 +114,9 @@ class _Classic(Simulator):
             state[1] = np.clip(state[1], -env.max_speed, env.max_speed)
         elif self.kind == "PendulumEnv":
             state[1] = np.clip(state[1], -env.max_speed, env.max_speed)
+        elif self.kind == "CartPoleEnv":  # where its episodes end, half its observation space's bounds
+            state[0] = np.clip(state[0], -env.x_threshold, env.x_threshold)
+            state[2] = np.clip(state[2], -env.theta_threshold_radians, env.theta_threshold_radians)
         elif self.kind == "AcrobotEnv":
             state[2] = np.clip(state[2], -env.MAX_VEL_1, env.MAX_VEL_1)
             state[3] = np.clip(state[3], -env.MAX_VEL_2, env.MAX_VEL_2)
@@ -121,6 +140,9 @@ class _Classic(Simulator):
 
 
 class _Mujoco(Simulator):
+    def state_size(self) -> int:
+        return int(self.env.model.nq + self.env.model.nv)
+
     def get_state(self) -> NDArray[np.float64]:
         return np.concatenate([self.env.data.qpos, self.env.data.qvel]).astype(np.float64)
 

@@ -31,6 +31,10 @@ __all__ = [
 #: Noise distributions, each parameterized by its standard deviation.
 DISTRIBUTIONS: Final = ("gaussian", "uniform")
 _TABLE_BITS: Final = 16
+#: Tables reach 9 standard deviations (beyond any of their 65536 quantiles), within int16 with room for any
+#: 8-bit value; larger scales round float noise instead.
+_TABLE_REACH: Final = 9.0
+_TABLE_LIMIT: Final = 32000
 _SQRT3: Final = math.sqrt(3.0)
 
 
@@ -64,7 +68,7 @@ def integer_noise_table(std: float, dist: str) -> NDArray[np.signedinteger[Any]]
     size = 1 << _TABLE_BITS
     if std == 0.0:
         return np.zeros(size, dtype=np.int8)
-    reach = min(math.ceil(9.0 * std) + 1, 32000)  # int16 room for any 8-bit value
+    reach = min(math.ceil(_TABLE_REACH * std) + 1, _TABLE_LIMIT)
     k = np.arange(-reach, reach + 1)
     upper = (k + 0.5) / std
     if dist == "gaussian":
@@ -92,8 +96,8 @@ def add_noise(
     """Returns ``x`` plus noise, clipped to ``[low, high]`` when given, in ``x``'s dtype.
 
     Float arrays take float noise of their own precision. Integer arrays take integer noise (see the module
-    docstring) and are always clipped to their dtype's range; a scalar ``std`` uses the table, per-element
-    scales round float noise.
+    docstring) and are always clipped to their dtype's range; a scalar ``std`` below about 3500 uses the table,
+    larger or per-element scales round float noise.
 
     Example:
         >>> import numpy as np
@@ -116,7 +120,7 @@ def _add_integer_noise(
 ) -> NDArray[Any]:
     info = np.iinfo(x.dtype) if x.dtype.kind != "b" else np.iinfo(np.uint8)
     std_array = np.asarray(std, dtype=np.float64)
-    if std_array.ndim == 0:
+    if std_array.ndim == 0 and _TABLE_REACH * float(std_array) < _TABLE_LIMIT:
         table = integer_noise_table(float(std_array), dist)
         step = np.take(table, _random_indices(x.size, rng)).reshape(x.shape)
     else:

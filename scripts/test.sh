@@ -6,5 +6,5 @@ bash scripts/setup.sh "classic,atari,mujoco,sb3,zoo,docs,test"
 .venv/bin/ruff check rlwrappers envs tests benchmarks examples
 .venv/bin/ruff format --check rlwrappers envs tests benchmarks examples
 .venv/bin/mypy
-.venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 .venv/bin/python -m pytest -n 2 -q "$@"

@@ -157,3 +157,27 @@ def test_a_missing_extra_raises_one_error_naming_it():
     with pytest.raises(MissingExtra, match=r"rlwrappers\[attacks\]") as caught:
         require("torchattacks", purpose="gradient attacks")
     assert isinstance(caught.value, ImportError) and "gradient attacks" in str(caught.value)
+
+
+def test_a_sticky_repetition_under_way_ends_when_the_schedule_switches_off():
+    env = rw.StickyAction(gym.make("CartPole-v1"), p=1.0, duration=50, when="window(1, 4) | window(8, 12)")
+    env.reset(seed=0)
+    stuck = []
+    for i in range(12):
+        *_, info = env.step(i % 2)
+        stuck.append(info.get("rlwrappers", {}).get("sticky_action", {}).get("stuck"))
+    # Time 0 is off; the repetition that starts at time 1 ends at time 4. At time 8 the previous action is the
+    # agent's own (time 7), so a new repetition starts from it rather than resuming the old one.
+    assert stuck[:4] == [None, True, True, True] and stuck[4:8] == [None] * 4 and all(stuck[8:])
+    assert info["rlwrappers"]["sticky_action"]["executed"] == 1  # the action executed at time 7 was 7 % 2
+
+
+def test_init_noise_must_sit_below_wrappers_that_change_observations():
+    with pytest.raises(rw.error.InvalidArgument, match="below every wrapper that changes observations"):
+        rw.InitialStateNoise(rw.ObservationNoise(gym.make("CartPole-v1")))
+    with pytest.raises(rw.error.InvalidArgument, match="`std` has 3 entries"):
+        rw.InitialStateNoise(gym.make("Pendulum-v1"), std=(0.5, 0.0, 1.0))
+    # in one layer, state perturbations act first, so this order is fine
+    env = rw.wrap(gym.make("CartPole-v1"), "obs_noise", "init_noise")
+    _, info = env.reset(seed=0)
+    assert set(info["rlwrappers"]) == {"obs_noise", "init_noise"}

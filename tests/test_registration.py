@@ -187,7 +187,7 @@ def test_atari_base_with_kwargs():
     ale_py = pytest.importorskip("ale_py")
     gym.register_envs(ale_py)
     env_id = rw.register("ALE/Pong-v5", "sticky_action(p=0.25)", frameskip=1, repeat_action_probability=0.0)
-    assert env_id == "rlwrappers/Pong-sticky_action-f377dac5-v5"
+    assert env_id == "rlwrappers/Pong-sticky_action-7767bd14-v5"
     env = gym.make(env_id)
     assert env.unwrapped._frameskip == 1
     _, info = env.reset(seed=0)

@@ -73,7 +73,7 @@ def _short(value: Any) -> str:
 
 @dataclass
 class _Event:
-    """One call the check made to the stack under test, and what it returned (deep-copied)."""
+    """One call a check made to the stack under test, and what the call returned."""
 
     kind: str  # "reset" or "step"
     step: int  # step calls made before this call returned

@@ -50,7 +50,7 @@ def _native(action: np.ndarray, space: gym.Space[Any]) -> Any:
 
 @dataclass(kw_only=True)
 class ActionNoisePerturbation(Perturbation):
-    """Noise on the executed action (seed 002's action noise, an imperfect actuator).
+    """Noise on the executed action (action noise, an imperfect actuator; Flageat et al. 2023).
 
     With probability ``p`` the action is replaced by one drawn uniformly from the action space (Discrete,
     MultiDiscrete, or a bounded Box); then, on Box spaces, Gaussian noise of std ``std`` is added and the
@@ -167,6 +167,10 @@ class StickyActionPerturbation(Perturbation):
     @override
     def start_episode(self) -> None:
         self._remaining = np.zeros((), dtype=np.int64)
+
+    @override
+    def deactivate(self, env: gym.Env[Any, Any]) -> None:
+        self._remaining = np.zeros((), dtype=np.int64)  # a repetition under way ends with the schedule
 
     @override
     def action(self, action: Any, previous: Any, rng: np.random.Generator) -> tuple[Any, Record]:

@@ -36,7 +36,7 @@ def check_scale_shape(name: str, scale: float | tuple[float, ...], shape: tuple[
 
 @dataclass(kw_only=True)
 class ObservationNoisePerturbation(Perturbation):
-    """Adds zero-mean noise to every observation (seed 002's observation noise).
+    """Adds zero-mean noise to every observation (observation noise; Flageat et al. 2023).
 
     The noise is in the observation's own units; on integer spaces such as uint8 images it is rounded to whole
     levels. A vector version is :func:`rlwrappers.transforms.add_noise`, which takes batches.
@@ -89,7 +89,7 @@ class ObservationNoisePerturbation(Perturbation):
 
 @register_wrapper("obs_noise")
 class ObservationNoise(SingleLayer):
-    """Adds zero-mean noise to every observation (seed 002's observation noise).
+    """Adds zero-mean noise to every observation (observation noise; Flageat et al. 2023).
 
     Any Box space, including uint8 images; see :class:`ObservationNoisePerturbation` for the details. No
     vector version: wrap each sub-env, or use :func:`rlwrappers.transforms.add_noise` on batches.

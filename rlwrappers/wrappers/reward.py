@@ -18,7 +18,7 @@ __all__ = ["RewardNoise", "RewardNoisePerturbation"]
 
 @dataclass(kw_only=True)
 class RewardNoisePerturbation(Perturbation):
-    """Adds zero-mean noise to every reward (seed 002's reward noise, an imperfect reward sensor).
+    """Adds zero-mean noise to every reward (reward noise, an imperfect sensor; Flageat et al. 2023).
 
     The log records the noise added, so the clean reward is the logged reward minus ``noise``.
 

@@ -11,7 +11,7 @@ import numpy as np
 from typing_extensions import override
 
 from rlwrappers import _check, simstate, transforms
-from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
+from rlwrappers.core import Perturbation, PerturbationLayer, Record, SingleLayer, register_wrapper
 from rlwrappers.error import InvalidArgument, InvalidType
 from rlwrappers.schedule import Schedule
 from rlwrappers.wrappers.observation import check_scale_shape
@@ -24,9 +24,35 @@ __all__ = [
 ]
 
 
+def _check_nothing_changes_observations(env: gym.Env[Any, Any]) -> None:
+    """Raises if a wrapper between ``env`` and the base env changes observations.
+
+    ``init_noise`` returns the observation of the new state, computed by the base env; a wrapper below it that
+    changes observations (noise, frame stacking, normalization) would be silently bypassed.
+    """
+    current: Any = env
+    while isinstance(current, gym.Wrapper):
+        inner = current.env
+        changes = (
+            isinstance(current, gym.ObservationWrapper)
+            or (
+                isinstance(current, PerturbationLayer)
+                and any(p.channel == "observation" for p in current.perturbations)
+            )
+            or current.observation_space != inner.observation_space
+        )
+        if changes:
+            raise InvalidArgument(
+                f"init_noise recomputes the observation from the env's state, so it must sit below every wrapper "
+                f"that changes observations; received an env with {type(current).__name__} below it: wrap with "
+                f"init_noise first"
+            )
+        current = inner
+
+
 @dataclass(kw_only=True)
 class InitialStateNoisePerturbation(Perturbation):
-    """Adds noise to the env's state right after reset (seed 002's random initialisation, s0 + eps).
+    """Adds noise to the env's state right after reset (random initialisation, s0 + eps; Flageat et al. 2023).
 
     Works on classic-control envs (their ``state``) and MuJoCo envs (``qpos`` then ``qvel``, set through
     ``set_state``); states are kept inside the env's own limits. It acts when the schedule is active at time 0
@@ -51,12 +77,13 @@ class InitialStateNoisePerturbation(Perturbation):
     @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
         self._sim = simstate.simulator(env, purpose="init_noise")
+        check_scale_shape("std", self.std, (self._sim.state_size(),))
+        _check_nothing_changes_observations(env)
         self._std = np.asarray(self.std, dtype=np.float64)
 
     @override
     def reset(self, env: gym.Env[Any, Any], obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
         state = self._sim.get_state()
-        check_scale_shape("std", self.std, state.shape)
         delta = transforms.noise(state.shape, self._std, self.dist, rng)
         self._sim.set_state(state + delta)
         applied = self._sim.get_state() - state
