@@ -80,6 +80,8 @@ class Perturbation:
     step_fields: ClassVar[Mapping[str, str]] = {}
     #: What a reset record holds beyond ``active``.
     reset_fields: ClassVar[Mapping[str, str]] = {}
+    #: Whether :meth:`action` needs the previously executed action (the layer keeps it only if one does).
+    uses_previous_action: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -370,6 +372,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         self._next_change = float("inf")
         self._effect_rngs: list[np.random.Generator | None] = [None] * len(self.entries)
         self._previous_action: Any = None
+        self._keeps_previous = any(p.uses_previous_action for p in self.perturbations)
 
     # -- introspection ----------------------------------------------------------------------------------
     @property
@@ -459,7 +462,8 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         if self._any:
             return self._perturbed_step(action)
         # Nothing is active: forward the step, and only look at the schedules when one may switch on.
-        self._previous_action = _kept(action)
+        if self._keeps_previous:
+            self._previous_action = _kept(action)
         result = self.env.step(action)
         t = self._t = self._t + 1
         if t >= self._next_change:
@@ -483,7 +487,8 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         for i in self._dynamics:
             if on[i]:
                 records[self.labels[i]] = {"active": True}
-        self._previous_action = _kept(action)
+        if self._keeps_previous:
+            self._previous_action = _kept(action)
 
         obs, reward, terminated, truncated, info = self.env.step(action)
 

@@ -148,6 +148,7 @@ class StickyActionPerturbation(Perturbation):
 
     name = "sticky_action"
     channel = "action"
+    uses_previous_action = True
     step_fields = {"executed": "action", "stuck": "bool"}
 
     p: float = 0.25
