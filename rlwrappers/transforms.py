@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 __all__ = [
     "DISTRIBUTIONS",
     "add_noise",
+    "TableNoise",
     "integer_noise_table",
     "noise",
     "replace_random",
@@ -118,20 +119,69 @@ def add_noise(
 def _add_integer_noise(
     x: NDArray[Any], std: ArrayLike, dist: str, rng: np.random.Generator, low: ArrayLike | None, high: ArrayLike | None
 ) -> NDArray[Any]:
-    info = np.iinfo(x.dtype) if x.dtype.kind != "b" else np.iinfo(np.uint8)
     std_array = np.asarray(std, dtype=np.float64)
-    if std_array.ndim == 0 and _TABLE_REACH * float(std_array) < _TABLE_LIMIT:
-        table = integer_noise_table(float(std_array), dist)
-        step = np.take(table, _random_indices(x.size, rng)).reshape(x.shape)
-    else:
-        step = np.rint(noise(x.shape, std_array, dist, rng)).astype(np.int64)
-    wide = {1: np.int16, 2: np.int32}.get(x.dtype.itemsize, np.int64)
-    total = np.add(x, step, dtype=wide)
-    lo = info.min if low is None else np.maximum(low, info.min)
-    hi = info.max if high is None else np.minimum(high, info.max)
+    if std_array.ndim == 0 and TableNoise.covers(float(std_array)):
+        return TableNoise(float(std_array), dist).add(x, rng, low, high)
+    step = np.rint(noise(x.shape, std_array, dist, rng)).astype(np.int64)
+    return _saturate(np.add(x, step, dtype=_wide(x.dtype)), x, low, high)
+
+
+def _wide(dtype: np.dtype[Any]) -> type[np.signedinteger[Any]]:
+    """A signed integer type that holds any value of ``dtype`` plus any table noise."""
+    if dtype.itemsize == 1:
+        return np.int16
+    return np.int32 if dtype.itemsize == 2 else np.int64
+
+
+def _saturate(total: NDArray[Any], x: NDArray[Any], low: ArrayLike | None, high: ArrayLike | None) -> NDArray[Any]:
+    """``total`` clipped to ``[low, high]`` and to ``x``'s dtype range, in a new array of ``x``'s dtype and shape."""
+    info = np.iinfo(x.dtype) if x.dtype.kind != "b" else np.iinfo(np.uint8)
+    lo = _bound(low, info.min, max)
+    hi = _bound(high, info.max, min)
     out = np.empty_like(x)
-    np.clip(total, lo, hi, out=out, casting="unsafe")
+    np.clip(total.reshape(x.shape), lo, hi, out=out, casting="unsafe")
     return out
+
+
+def _bound(bound: ArrayLike | None, limit: int, tighter: Any) -> Any:
+    """A clipping bound inside the dtype's ``limit``: a Python int when scalar (numpy's clip is fastest then)."""
+    if bound is None:
+        return limit
+    if np.ndim(bound) == 0:
+        return tighter(int(bound), limit)  # type: ignore[arg-type]
+    return np.maximum(bound, limit) if tighter is max else np.minimum(bound, limit)
+
+
+class TableNoise:
+    """Integer noise drawn through :func:`integer_noise_table`, reusing its scratch buffers from call to call.
+
+    The observation-noise perturbation keeps one per wrapper, so a stream of frames of one shape allocates only
+    the output of each call. Not thread-safe: one owner, one thread.
+    """
+
+    def __init__(self, std: float, dist: str) -> None:
+        self.table = integer_noise_table(std, dist)
+        self._scratch: dict[tuple[int, str], tuple[NDArray[np.intp], NDArray[Any], NDArray[Any]]] = {}
+
+    @staticmethod
+    def covers(std: float) -> bool:
+        """Whether a table can represent noise of this scale (larger scales round float noise instead)."""
+        return _TABLE_REACH * std < _TABLE_LIMIT
+
+    def add(
+        self, x: NDArray[Any], rng: np.random.Generator, low: ArrayLike | None = None, high: ArrayLike | None = None
+    ) -> NDArray[Any]:
+        """Returns ``x`` plus table noise, clipped to ``[low, high]`` and ``x``'s dtype range, as a new array."""
+        key = (x.size, x.dtype.str)
+        scratch = self._scratch.get(key)
+        if scratch is None:
+            scratch = (np.empty(x.size, np.intp), np.empty(x.size, self.table.dtype), np.empty(x.size, _wide(x.dtype)))
+            self._scratch[key] = scratch
+        indices, step, total = scratch
+        np.copyto(indices, _random_indices(x.size, rng))
+        np.take(self.table, indices, out=step)
+        np.add(x.reshape(-1), step, out=total)
+        return _saturate(total, x, low, high)
 
 
 def tight_bounds(low: NDArray[Any], high: NDArray[Any]) -> tuple[Any, Any]:

@@ -69,6 +69,8 @@ class ObservationNoisePerturbation(Perturbation):
         self._high: Any
         self._low, self._high = transforms.tight_bounds(box.low, box.high) if self.clip else (None, None)
         self._std = np.asarray(self.std, dtype=np.float64)
+        integer = box.dtype.kind in "iub" and isinstance(self.std, float) and transforms.TableNoise.covers(self.std)
+        self._table = transforms.TableNoise(self.std, self.dist) if integer else None  # type: ignore[arg-type]
 
     @override
     def observation_space(self, space: gym.Space[Any]) -> gym.Space[Any]:
@@ -84,6 +86,8 @@ class ObservationNoisePerturbation(Perturbation):
 
     @override
     def observation(self, obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
+        if self._table is not None:
+            return self._table.add(np.asarray(obs), rng, self._low, self._high), {}
         return transforms.add_noise(obs, self._std, self.dist, rng, self._low, self._high), {}
 
 
