@@ -355,11 +355,12 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         self._reward = by_channel["reward"]
         self._state = by_channel["state"]
         self._dynamics = by_channel["dynamics"]
-        self._switched = [
+        # The perturbations that act when their schedule switches (dynamics changes, sticky repetitions).
+        self._switched = tuple(
             i
             for i, p in enumerate(self.perturbations)
             if type(p).activate is not Perturbation.activate or type(p).deactivate is not Perturbation.deactivate
-        ]
+        )
 
         self._entropy: int | None = None
         self._since_seed = -1

@@ -221,7 +221,6 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
                 )
         self._labels = [p["label"] for p in perturbations]
         self._kinds = {(p["label"], f): k for p in perturbations for f, k in p["step_fields"].items()}
-        self._reset_kinds = {(p["label"], f): k for p in perturbations for f, k in p["reset_fields"].items()}
 
         self.meta: dict[str, Any] = {
             "format": FORMAT,
@@ -336,14 +335,8 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
         if kind == "action":
             return self._action.array(values)
         if kind == "float64[]":
-            return self._action_float_list(values)
+            values = [None if v is None else np.asarray(v, np.float64).ravel() for v in values]
         return self.pa.array(values, type=_arrow_type(self.pa, kind, None))
-
-    def _action_float_list(self, values: list[Any]) -> Any:
-        return self.pa.array(
-            [None if v is None else np.asarray(v, np.float64).ravel() for v in values],
-            type=self.pa.list_(self.pa.float64()),
-        )
 
     def _write(self, batch: Any, episode: str) -> None:
         if self._writer is None:
