@@ -37,6 +37,7 @@ __all__ = [
     "Perturb",
     "Perturbation",
     "PerturbationInfo",
+    "attach",
     "PerturbationLayer",
     "SingleLayer",
     "layers",
@@ -47,7 +48,7 @@ __all__ = [
 #: The one ``info`` key under which layers report what they did.
 INFO_KEY: Final = "rlwrappers"
 #: The channels of the agent-environment loop a perturbation can act on.
-CHANNELS: Final = ("observation", "action", "reward", "state", "dynamics")
+CHANNELS: Final = ("observation", "action", "reward", "state", "dynamics", "policy")
 #: Field types a perturbation may declare for its log records.
 FIELD_TYPES: Final = ("bool", "int64", "float64", "float64[]", "action")
 
@@ -68,7 +69,8 @@ class Perturbation:
     - action: :meth:`action`;
     - reward: :meth:`reward`;
     - state: :meth:`reset` (acts right after the env's reset, when the schedule is active at time 0);
-    - dynamics: :meth:`activate` and :meth:`deactivate`, called when the schedule switches on and off.
+    - dynamics: :meth:`activate` and :meth:`deactivate`, called when the schedule switches on and off;
+    - policy: the same two hooks, acting on the agent attached with :meth:`attach` (parameter noise).
 
     Hooks draw randomness only from the generator they are given, never modify their inputs in place, and
     keep per-episode state (cleared in :meth:`start_episode`) on the instance: a layer binds its own copy.
@@ -164,6 +166,10 @@ class Perturbation:
 
         Undoes :meth:`activate` exactly, and ends anything under way (a sticky repetition).
         """
+
+    def attach(self, agent: Any) -> None:
+        """Gives a policy perturbation the agent it acts on; other channels have no use for one."""
+        raise InvalidArgument(f"{self.name} acts on the {self.channel} channel and takes no agent")
 
 
 def _doc_lines(cls: type) -> tuple[str, dict[str, str]]:
@@ -314,6 +320,20 @@ def layers(env: gym.Env[Any, Any]) -> Iterator[PerturbationLayer]:
         current = current.env
 
 
+def attach(env: gym.Env[Any, Any], agent: Any) -> int:
+    """Gives every policy perturbation in ``env``'s stack the agent it acts on; returns how many there are.
+
+    The evaluation runner calls it; call it yourself when you drive the loop, before the first ``reset``.
+    """
+    count = 0
+    for layer in layers(env):
+        for p in layer.perturbations:
+            if p.channel == "policy":
+                p.attach(agent)
+                count += 1
+    return count
+
+
 def _unique_labels(entries: Sequence[Entry], taken: set[str]) -> list[str]:
     labels = []
     for entry in entries:
@@ -354,7 +374,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         self._action = by_channel["action"][::-1]  # the outermost perturbation sees the agent's action first
         self._reward = by_channel["reward"]
         self._state = by_channel["state"]
-        self._dynamics = by_channel["dynamics"]
+        self._held = by_channel["dynamics"] + by_channel["policy"]  # changes that hold while switched on
         # The perturbations that act when their schedule switches (dynamics changes, sticky repetitions).
         self._switched = tuple(
             i
@@ -485,7 +505,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
             if on[i]:
                 action, record = self.perturbations[i].action(action, self._previous_action, self._rng(i))
                 records[self.labels[i]] = {"active": True, **record}
-        for i in self._dynamics:
+        for i in self._held:
             if on[i]:
                 records[self.labels[i]] = {"active": True}
         if self._keeps_previous:

@@ -18,6 +18,8 @@ __all__ = [
     "InvalidType",
     "LogError",
     "MissingExtra",
+    "MissingFile",
+    "NotDifferentiable",
     "SpecSyntaxError",
     "StateNotSettable",
     "UnknownName",
@@ -63,6 +65,14 @@ class MissingExtra(Error, ImportError):
 
 class LogError(Error, OSError):
     """A log directory is missing, incomplete or not an rlwrappers log."""
+
+
+class MissingFile(Error, FileNotFoundError):
+    """A file the call needs (agent weights, a log) does not exist; the message names it and where it goes."""
+
+
+class NotDifferentiable(Error, TypeError):
+    """The agent has no network output of the kind asked for (a plain callable, or no logits)."""
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

@@ -75,6 +75,11 @@ SETUPS = {
         "Pendulum-v1",
         changed={"std": 0.2, "dist": "uniform", "when": "prob(p=0.5, per='episode')", "label": "start"},
     ),
+    "ParameterNoise": Setup(
+        "CartPole-v1",
+        changed={"std": 0.2, "agent": None, "when": "prob(p=0.5, per='episode')", "label": "weights"},
+        folded={"agent": "not part of the spec: an agent is attached at run time (rw.attach)"},
+    ),
     "DynamicsShift": Setup(
         "CartPole-v1",
         changed={

@@ -2,6 +2,7 @@
 
 from rlwrappers.wrappers.action import ActionNoise, ActionNoisePerturbation, StickyAction, StickyActionPerturbation
 from rlwrappers.wrappers.observation import ObservationNoise, ObservationNoisePerturbation
+from rlwrappers.wrappers.policy import ParameterNoise, ParameterNoisePerturbation
 from rlwrappers.wrappers.reward import RewardNoise, RewardNoisePerturbation
 from rlwrappers.wrappers.state import (
     DynamicsShift,
@@ -27,4 +28,7 @@ __all__ = [
     "InitialStateNoisePerturbation",
     "DynamicsShift",
     "DynamicsShiftPerturbation",
+    # policy
+    "ParameterNoise",
+    "ParameterNoisePerturbation",
 ]

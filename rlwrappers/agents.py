@@ -1,0 +1,592 @@
+"""Agents: one small protocol for acting and for differentiable outputs, with adapters to it.
+
+Every part of the library that needs an agent (evaluation runs, parameter noise, attacks, offline robustness,
+saliency) speaks to it through :class:`Agent`:
+
+- :meth:`Agent.act` maps a batch of observations to a batch of actions. A stochastic agent draws its
+  randomness from the generator it is given, never from numpy's or torch's global state, so the runner can
+  seed it from the run's seed.
+- :meth:`Agent.outputs` maps a float tensor of observations (in the units and layout of
+  :attr:`Agent.observation_space`) to the network's differentiable :class:`Outputs`: action logits, q-values,
+  state values, or the deterministic continuous action.
+- :meth:`Agent.parameters` names the tensors that decide the agent's actions (what parameter noise perturbs).
+
+Adapters: :class:`SB3Agent` (PPO, A2C, DQN, SAC, TD3 models or their policies), :class:`TorchAgent` (any
+``torch.nn.Module``, CleanRL style) and :class:`CallableAgent` (a plain function, not differentiable).
+:func:`adapt` picks one. Loading an SB3 ``.zip`` unpickles code, so :func:`load` opens only files you trust;
+the agent zoo (:mod:`rlwrappers.zoo`) ships weights that load without running code.
+"""
+
+from __future__ import annotations
+
+import abc
+import inspect
+import json
+import os
+import sys
+import zipfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import gymnasium as gym
+import numpy as np
+from numpy.typing import NDArray
+
+from rlwrappers._optional import require
+from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType, MissingFile, NotDifferentiable
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "Agent",
+    "CallableAgent",
+    "Outputs",
+    "SB3Agent",
+    "TorchAgent",
+    "adapt",
+    "check_compatible",
+    "load",
+]
+
+#: The output heads a :class:`TorchAgent` may declare.
+HEADS: Final = ("logits", "q_values", "action")
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """What an agent's network gives for a batch of observations; heads the agent lacks are None.
+
+    Attributes:
+        logits: action preferences of a discrete policy, shape (batch, n); softmax gives the probabilities.
+        q_values: action values of a value-based agent, shape (batch, n).
+        values: state values, shape (batch,).
+        action: the deterministic continuous action in the action space's units, before clipping.
+        log_std: log standard deviation of a Gaussian policy (pre-squash for SAC).
+    """
+
+    logits: torch.Tensor | None = None
+    q_values: torch.Tensor | None = None
+    values: torch.Tensor | None = None
+    action: torch.Tensor | None = None
+    log_std: torch.Tensor | None = None
+
+    @property
+    def scores(self) -> torch.Tensor:
+        """What a discrete agent maximises: its logits, or its q-values for a value-based agent."""
+        scores = self.logits if self.logits is not None else self.q_values
+        if scores is None:
+            raise NotDifferentiable("this agent has neither action logits nor q-values (continuous actions)")
+        return scores
+
+    @property
+    def probs(self) -> torch.Tensor:
+        """Action probabilities of a discrete policy: the softmax of its logits."""
+        if self.logits is None:
+            raise NotDifferentiable("this agent has no action logits, so no action probabilities")
+        return self.logits.softmax(-1)
+
+
+class Agent(abc.ABC):
+    """An agent that acts on batches of observations and exposes its network's outputs.
+
+    Attributes:
+        observation_space: the space of one observation the agent accepts.
+        action_space: the space of one action it returns.
+        deterministic: whether :meth:`act` is a function of the observation alone.
+    """
+
+    observation_space: gym.Space[Any]
+    action_space: gym.Space[Any]
+    deterministic: bool
+
+    def act(self, obs: NDArray[Any], rng: np.random.Generator | None = None) -> NDArray[Any]:
+        """The actions for a batch of observations (leading axis); ``rng`` is required when stochastic."""
+        if not self.deterministic and rng is None:
+            raise InvalidArgument(f"`rng` is required: {self} samples its actions, received rng=None")
+        obs = np.asarray(obs)
+        shape = self.observation_space.shape
+        if shape is not None and obs.shape[1:] != shape:
+            raise InvalidArgument(
+                f"`obs` must be a batch of observations of shape (n, *{shape}), received shape {obs.shape};"
+                " use act_one for a single observation"
+            )
+        return self._act(obs, rng)
+
+    @abc.abstractmethod
+    def _act(self, obs: NDArray[Any], rng: np.random.Generator | None) -> NDArray[Any]: ...
+
+    def act_one(self, obs: Any, rng: np.random.Generator | None = None) -> Any:
+        """The action for a single observation."""
+        return self.act(np.asarray(obs)[None], rng)[0]
+
+    def outputs(self, x: torch.Tensor) -> Outputs:
+        """The network's outputs for ``x``, a float tensor batch in observation units; differentiable."""
+        raise NotDifferentiable(f"{self} has no network to differentiate")
+
+    def parameters(self) -> dict[str, torch.Tensor]:
+        """The tensors that decide the agent's actions, by name (empty if it has none)."""
+        return {}
+
+    def tensor(self, obs: NDArray[Any]) -> torch.Tensor:
+        """A batch of observations as the float32 tensor :meth:`outputs` takes."""
+        torch = require("torch", purpose="agent networks")
+        return torch.as_tensor(np.asarray(obs), dtype=torch.float32)
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}({self.action_space})"
+
+
+# -- shared pieces ---------------------------------------------------------------------------------------
+def _sample_categorical(probs: NDArray[np.floating[Any]], rng: np.random.Generator) -> NDArray[np.int64]:
+    """One index per row of ``probs``, drawn by inverting the cumulative distribution with ``rng``."""
+    cdf = np.cumsum(probs, axis=-1)
+    u = rng.random(cdf.shape[:-1])[..., None] * cdf[..., -1:]
+    return np.minimum((cdf <= u).sum(axis=-1), probs.shape[-1] - 1).astype(np.int64)
+
+
+def _epsilon_greedy(greedy: NDArray[np.int64], n: int, epsilon: float, rng: np.random.Generator) -> NDArray[np.int64]:
+    explore = rng.random(greedy.shape) < epsilon
+    random = rng.integers(0, n, size=greedy.shape)
+    return np.where(explore, random, greedy)
+
+
+def _check_epsilon(epsilon: float | None) -> None:
+    if epsilon is not None and not (isinstance(epsilon, (int, float)) and 0.0 <= epsilon <= 1.0):
+        raise InvalidArgument(f"`epsilon` must be a probability in [0, 1], received {epsilon!r}")
+
+
+def _box_bounds(space: gym.spaces.Box) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    return space.low.astype(np.float32), space.high.astype(np.float32)
+
+
+# -- Stable-Baselines3 -----------------------------------------------------------------------------------
+class SB3Agent(Agent):
+    """An SB3 model (PPO, A2C, DQN, SAC, TD3) or its policy as an :class:`Agent`.
+
+    Deterministic actions equal ``model.predict(obs, deterministic=True)``. Stochastic actions follow the
+    policy's own distribution (categorical, diagonal Gaussian clipped to the bounds, tanh-squashed Gaussian
+    for SAC, epsilon-greedy for DQN) but draw from the generator given to :meth:`act`.
+
+    Args:
+        model: an SB3 algorithm or its ``policy``.
+        deterministic: act greedily (SB3's ``deterministic=True``).
+        epsilon: DQN's exploration rate when not deterministic (default: the model's ``exploration_rate``).
+        observation_space: the env's observation space when it is the channel-last layout of the policy's
+            channel-first image space (as with SB3's ``VecTransposeImage``); observations are transposed.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from stable_baselines3 import PPO
+        >>> from rlwrappers.agents import SB3Agent
+        >>> model = PPO("MlpPolicy", "CartPole-v1", seed=0, device="cpu")
+        >>> agent = SB3Agent(model)
+        >>> obs = gym.make("CartPole-v1").observation_space.sample()[None]
+        >>> bool(agent.act(obs)[0] == model.predict(obs, deterministic=True)[0][0])
+        True
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        deterministic: bool = True,
+        epsilon: float | None = None,
+        observation_space: gym.Space[Any] | None = None,
+    ):
+        require("stable_baselines3", purpose="SB3 agents")
+        from stable_baselines3.common.base_class import BaseAlgorithm
+        from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
+        from stable_baselines3.dqn.policies import DQNPolicy
+        from stable_baselines3.sac.policies import SACPolicy
+        from stable_baselines3.td3.policies import TD3Policy
+
+        policy = model.policy if isinstance(model, BaseAlgorithm) else model
+        if not isinstance(policy, BasePolicy):
+            raise InvalidType(f"`model` must be an SB3 algorithm or policy, received {type(model).__name__}")
+        if not isinstance(deterministic, bool):
+            raise InvalidType(f"`deterministic` must be a bool, received {deterministic!r}")
+        _check_epsilon(epsilon)
+        if isinstance(policy, ActorCriticPolicy):
+            kind = "actor_critic"
+            if policy.use_sde:
+                raise InvalidArgument("`model` uses gSDE exploration, which SB3Agent does not support")
+        elif isinstance(policy, DQNPolicy):
+            kind = "dqn"
+            if epsilon is None and not deterministic:
+                if not isinstance(model, BaseAlgorithm):
+                    raise InvalidArgument("`epsilon` is required for a stochastic DQN policy given without its model")
+                epsilon = float(model.exploration_rate)  # type: ignore[attr-defined]
+        elif isinstance(policy, SACPolicy):
+            kind = "sac"
+        elif isinstance(policy, TD3Policy):
+            kind = "td3"
+            if not deterministic:
+                raise InvalidArgument("`deterministic` must be True for TD3: its policy has no action distribution")
+        else:
+            raise InvalidType(f"`model` has an unsupported policy class {type(policy).__name__}")
+        action_space = policy.action_space
+        if not isinstance(action_space, (gym.spaces.Discrete, gym.spaces.Box)):
+            raise IncompatibleSpace(f"SB3Agent supports Discrete and Box actions, the model has {action_space}")
+
+        self.policy: Any = policy  # SB3's policy classes type their submodules loosely
+        self.kind = kind
+        self.deterministic = deterministic
+        self.epsilon = epsilon
+        self.action_space = action_space
+        self.observation_space = policy.observation_space
+        self._transpose = False
+        if observation_space is not None and observation_space != policy.observation_space:
+            self._transpose = _is_channel_last_of(observation_space, policy.observation_space)
+            if not self._transpose:
+                raise IncompatibleSpace(
+                    f"`observation_space` {observation_space} is neither the policy's {policy.observation_space}"
+                    " nor its channel-last layout"
+                )
+            self.observation_space = observation_space
+        self.policy.set_training_mode(False)
+        if isinstance(action_space, gym.spaces.Box):
+            self._low, self._high = _box_bounds(action_space)
+
+    def __str__(self) -> str:
+        mode = "deterministic" if self.deterministic else "stochastic"
+        return f"SB3Agent({type(self.policy).__name__}, {mode})"
+
+    def _policy_input(self, x: torch.Tensor) -> torch.Tensor:
+        return x.permute(0, 3, 1, 2) if self._transpose else x
+
+    def outputs(self, x: torch.Tensor) -> Outputs:
+        """Logits and values (PPO, A2C), q-values (DQN), or the action and its log-std (SAC, TD3)."""
+        policy, x = self.policy, self._policy_input(x)
+        if self.kind == "actor_critic":
+            features = policy.extract_features(x)
+            if policy.share_features_extractor:
+                latent_pi, latent_vf = policy.mlp_extractor(features)
+            else:
+                pi_features, vf_features = features
+                latent_pi = policy.mlp_extractor.forward_actor(pi_features)
+                latent_vf = policy.mlp_extractor.forward_critic(vf_features)
+            head = policy.action_net(latent_pi)
+            values = policy.value_net(latent_vf).squeeze(-1)
+            if isinstance(self.action_space, gym.spaces.Discrete):
+                return Outputs(logits=head, values=values)
+            return Outputs(action=head, values=values, log_std=policy.log_std.expand_as(head))
+        if self.kind == "dqn":
+            return Outputs(q_values=policy.q_net(x))
+        if self.kind == "sac":
+            mean, log_std, _ = policy.actor.get_action_dist_params(x)
+            return Outputs(action=self._unscale(mean.tanh()), log_std=log_std)
+        return Outputs(action=self._unscale(policy.actor(x)))
+
+    def _unscale(self, a: torch.Tensor) -> torch.Tensor:
+        """Maps a squashed action in [-1, 1] to the action space's bounds, as SB3's ``unscale_action``."""
+        low = a.new_tensor(self._low)
+        return low + 0.5 * (a + 1.0) * (a.new_tensor(self._high) - low)
+
+    def _act(self, obs: NDArray[Any], rng: np.random.Generator | None) -> NDArray[Any]:
+        torch = require("torch")
+        with torch.no_grad():
+            if self.kind == "sac" and not self.deterministic:
+                assert rng is not None
+                mean, log_std, _ = self.policy.actor.get_action_dist_params(self._policy_input(self.tensor(obs)))
+                mean_np, std_np = mean.numpy(), log_std.exp().numpy()
+                squashed = np.tanh(mean_np + std_np * rng.standard_normal(mean_np.shape).astype(np.float32))
+                return self._low + 0.5 * (squashed + 1.0) * (self._high - self._low)
+            out = self.outputs(self.tensor(obs))
+        if out.action is not None:
+            action = out.action.numpy()
+            if not self.deterministic:  # a diagonal Gaussian policy (PPO, A2C)
+                assert rng is not None and out.log_std is not None
+                noise = rng.standard_normal(action.shape).astype(np.float32)
+                action = action + np.exp(out.log_std.detach().numpy()) * noise
+            return np.clip(action, self._low, self._high)
+        scores = out.scores.numpy()
+        greedy = scores.argmax(axis=-1)
+        if self.deterministic:
+            return greedy
+        assert rng is not None
+        if self.kind == "dqn":
+            assert self.epsilon is not None
+            return _epsilon_greedy(greedy, scores.shape[-1], self.epsilon, rng)
+        return _sample_categorical(_softmax(scores), rng)
+
+    def parameters(self) -> dict[str, torch.Tensor]:
+        """The policy's parameters that decide actions: critics, value heads and target networks are left out."""
+        if self.kind == "actor_critic":
+            left_out = ("value_net.", "mlp_extractor.value_net.", "vf_features_extractor.")
+            return {n: p for n, p in self.policy.named_parameters() if not n.startswith(left_out)}
+        if self.kind == "dqn":
+            return {f"q_net.{n}": p for n, p in self.policy.q_net.named_parameters()}
+        return {f"actor.{n}": p for n, p in self.policy.actor.named_parameters()}
+
+
+def _softmax(scores: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
+    z = scores.astype(np.float64) - scores.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _is_channel_last_of(space: gym.Space[Any], channel_first: gym.Space[Any]) -> bool:
+    return (
+        isinstance(space, gym.spaces.Box)
+        and isinstance(channel_first, gym.spaces.Box)
+        and len(space.shape) == 3
+        and space.shape == (*channel_first.shape[1:], channel_first.shape[0])
+    )
+
+
+# -- torch modules ---------------------------------------------------------------------------------------
+class TorchAgent(Agent):
+    """A ``torch.nn.Module`` as an :class:`Agent` (CleanRL-style agents).
+
+    Args:
+        module: the network.
+        observation_space: the space of one observation it accepts.
+        action_space: the space of one action; Discrete for heads "logits" and "q_values", Box for "action".
+        head: what ``forward`` returns: "logits" (a policy: argmax to act, categorical when stochastic),
+            "q_values" (argmax, epsilon-greedy when stochastic) or "action" (a deterministic continuous
+            action, clipped to the bounds).
+        forward: ``forward(module, x) -> tensor`` giving the head from a float batch ``x`` (default:
+            ``module(x)``), e.g. ``lambda m, x: m.actor(x)`` for CleanRL's PPO agent.
+        value: optional ``value(module, x) -> tensor`` giving state values, e.g. ``lambda m, x: m.get_value(x)``.
+        deterministic: act greedily.
+        epsilon: exploration rate of a stochastic "q_values" agent.
+
+    Example:
+        >>> import gymnasium as gym, torch
+        >>> from rlwrappers.agents import TorchAgent
+        >>> env = gym.make("CartPole-v1")
+        >>> net = torch.nn.Sequential(torch.nn.Linear(4, 2))
+        >>> agent = TorchAgent(net, env.observation_space, env.action_space, head="logits")
+        >>> agent.act(env.observation_space.sample()[None]).shape
+        (1,)
+    """
+
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        observation_space: gym.Space[Any],
+        action_space: gym.Space[Any],
+        *,
+        head: str,
+        forward: Callable[[Any, torch.Tensor], torch.Tensor] | None = None,
+        value: Callable[[Any, torch.Tensor], torch.Tensor] | None = None,
+        deterministic: bool = True,
+        epsilon: float | None = None,
+    ):
+        torch = require("torch", purpose="torch agents")
+        if not isinstance(module, torch.nn.Module):
+            raise InvalidType(f"`module` must be a torch.nn.Module, received {type(module).__name__}")
+        if head not in HEADS:
+            raise InvalidArgument(f"`head` must be one of {HEADS}, received {head!r}")
+        for name, space in (("observation_space", observation_space), ("action_space", action_space)):
+            if not isinstance(space, gym.Space):
+                raise InvalidType(f"`{name}` must be a gymnasium Space, received {space!r}")
+        wanted = gym.spaces.Box if head == "action" else gym.spaces.Discrete
+        if not isinstance(action_space, wanted):
+            raise IncompatibleSpace(f"head {head!r} needs a {wanted.__name__} action space, received {action_space}")
+        for name, fn in (("forward", forward), ("value", value)):
+            if fn is not None and not callable(fn):
+                raise InvalidType(f"`{name}` must be callable, received {fn!r}")
+        _check_epsilon(epsilon)
+        if not deterministic and head == "action":
+            raise InvalidArgument("`deterministic` must be True for head 'action': it has no action distribution")
+        if not deterministic and head == "q_values" and epsilon is None:
+            raise InvalidArgument("`epsilon` is required for a stochastic 'q_values' agent, received None")
+        self.module = module
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.head = head
+        self.deterministic = deterministic
+        self.epsilon = epsilon
+        self._forward = forward
+        self._value = value
+        if isinstance(action_space, gym.spaces.Box):
+            self._low, self._high = _box_bounds(action_space)
+
+    def outputs(self, x: torch.Tensor) -> Outputs:
+        """The declared head (and values, if a ``value`` function was given)."""
+        out = self.module(x) if self._forward is None else self._forward(self.module, x)
+        values = None if self._value is None else self._value(self.module, x).reshape(-1)
+        return Outputs(**{self.head: out}, values=values)
+
+    def _act(self, obs: NDArray[Any], rng: np.random.Generator | None) -> NDArray[Any]:
+        torch = require("torch")
+        with torch.no_grad():
+            out = self.outputs(self.tensor(obs))
+        if out.action is not None:
+            return np.clip(out.action.numpy(), self._low, self._high)
+        scores = out.scores.numpy()
+        greedy = scores.argmax(axis=-1)
+        if self.deterministic:
+            return greedy
+        assert rng is not None
+        if self.head == "q_values":
+            assert self.epsilon is not None
+            return _epsilon_greedy(greedy, scores.shape[-1], self.epsilon, rng)
+        return _sample_categorical(_softmax(scores), rng)
+
+    def parameters(self) -> dict[str, torch.Tensor]:
+        """Every parameter of the module."""
+        return dict(self.module.named_parameters())
+
+
+# -- plain callables -------------------------------------------------------------------------------------
+class CallableAgent(Agent):
+    """A plain function as an :class:`Agent`; it can act but has no differentiable outputs.
+
+    ``fn(obs)`` maps one observation to one action; a function with an ``rng`` parameter, ``fn(obs, rng)``,
+    is stochastic and draws from the generator the runner gives it. With ``batched=True`` it maps a batch.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from rlwrappers.agents import CallableAgent
+        >>> env = gym.make("CartPole-v1")
+        >>> agent = CallableAgent(lambda obs: int(obs[2] > 0), env.observation_space, env.action_space)
+        >>> agent.act_one([0.0, 0.0, 0.1, 0.0])
+        np.int64(1)
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        observation_space: gym.Space[Any],
+        action_space: gym.Space[Any],
+        *,
+        batched: bool = False,
+    ):
+        if not callable(fn):
+            raise InvalidType(f"`fn` must be callable, received {fn!r}")
+        for name, space in (("observation_space", observation_space), ("action_space", action_space)):
+            if not isinstance(space, gym.Space):
+                raise InvalidType(f"`{name}` must be a gymnasium Space, received {space!r}")
+        self.fn = fn
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.batched = batched
+        try:
+            self.deterministic = "rng" not in inspect.signature(fn).parameters
+        except (TypeError, ValueError):  # builtins without a signature
+            self.deterministic = True
+
+    def _act(self, obs: NDArray[Any], rng: np.random.Generator | None) -> NDArray[Any]:
+        kwargs = {} if self.deterministic else {"rng": rng}
+        if self.batched:
+            return np.asarray(self.fn(obs, **kwargs))
+        return np.asarray([self.fn(o, **kwargs) for o in obs])
+
+
+# -- choosing and checking -------------------------------------------------------------------------------
+def adapt(
+    agent: Any,
+    observation_space: gym.Space[Any] | None = None,
+    action_space: gym.Space[Any] | None = None,
+    **kwargs: Any,
+) -> Agent:
+    """``agent`` as an :class:`Agent`, with the adapter that fits it.
+
+    An Agent is returned as is, SB3 models and policies get :class:`SB3Agent`, torch modules
+    :class:`TorchAgent` (``head=`` required) and callables :class:`CallableAgent`. The spaces are those of
+    the env the agent will face; torch modules and callables need them.
+    """
+    if isinstance(agent, Agent):
+        if kwargs:
+            raise InvalidArgument(f"options {sorted(kwargs)} apply only when adapting, and `agent` is an Agent")
+        return agent
+    module = type(agent).__module__
+    if module.startswith("stable_baselines3") or module.startswith("sb3_contrib"):
+        return SB3Agent(agent, observation_space=observation_space, **kwargs)
+    if _is_torch_module(agent):
+        if observation_space is None or action_space is None:
+            raise InvalidArgument("a torch module needs `observation_space` and `action_space` to be adapted")
+        return TorchAgent(agent, observation_space, action_space, **kwargs)
+    if callable(agent):
+        if observation_space is None or action_space is None:
+            raise InvalidArgument("a callable needs `observation_space` and `action_space` to be adapted")
+        return CallableAgent(agent, observation_space, action_space, **kwargs)
+    raise InvalidType(
+        f"`agent` must be an Agent, an SB3 model, a torch module or a callable, received {type(agent).__name__}"
+    )
+
+
+def _is_torch_module(obj: Any) -> bool:
+    torch = sys.modules.get("torch")  # a module instance means torch is already imported
+    return torch is not None and isinstance(obj, torch.nn.Module)
+
+
+def check_compatible(agent: Agent, env: gym.Env[Any, Any]) -> None:
+    """Raises :class:`IncompatibleSpace` when ``agent``'s spaces do not fit ``env``'s."""
+    for name in ("action_space", "observation_space"):
+        mine, theirs = getattr(agent, name), getattr(env, name)
+        if not _fits(mine, theirs):
+            raise IncompatibleSpace(f"the agent's {name} {mine} does not match the env's {theirs}")
+
+
+def _fits(agent_space: gym.Space[Any], env_space: gym.Space[Any]) -> bool:
+    if isinstance(agent_space, gym.spaces.Discrete) and isinstance(env_space, gym.spaces.Discrete):
+        return bool(agent_space.n == env_space.n and agent_space.start == env_space.start)
+    if isinstance(agent_space, gym.spaces.Box) and isinstance(env_space, gym.spaces.Box):
+        # Bounds may differ (an agent trained under widened noise bounds still fits); shapes may not.
+        return agent_space.shape == env_space.shape
+    return bool(agent_space == env_space)
+
+
+# -- files -----------------------------------------------------------------------------------------------
+#: SB3 algorithm to load a zip with, by the module of its pickled policy class.
+_SB3_BY_POLICY_MODULE: Final[Mapping[str, str]] = {
+    "stable_baselines3.common.policies": "PPO",  # PPO and A2C share ActorCriticPolicy: both act alike
+    "stable_baselines3.dqn.policies": "DQN",
+    "stable_baselines3.sac.policies": "SAC",
+    "stable_baselines3.td3.policies": "TD3",
+}
+
+
+def sb3_algorithm(path: str | os.PathLike[str]) -> str:
+    """The SB3 algorithm that loads the zip at ``path``, read from its JSON data without unpickling."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            data = json.loads(archive.read("data"))
+    except (OSError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+        raise InvalidArgument(f"{str(path)!r} is not a Stable-Baselines3 zip: {exc}") from exc
+    module = data.get("policy_class", {}).get("__module__", "")
+    if module not in _SB3_BY_POLICY_MODULE:
+        raise InvalidArgument(f"{str(path)!r} holds a policy from {module!r}, which rlwrappers cannot load")
+    return _SB3_BY_POLICY_MODULE[module]
+
+
+def load(
+    agent: str | os.PathLike[str],
+    *,
+    observation_space: gym.Space[Any] | None = None,
+    deterministic: bool = True,
+) -> Agent:
+    """An agent from a zoo name (see ``rlwrappers list agents``) or an SB3 ``.zip`` file.
+
+    A zoo name may end in ``@k`` to pick training seed ``k`` (default 0): ``"ppo-CartPole-v1@2"``. A zoo
+    agent loads its weights without running code. An SB3 zip is unpickled, which runs code stored in the
+    file: load only files you trust.
+
+    Args:
+        agent: a zoo name, or the path of an SB3 zip.
+        observation_space: the env's observation space, for SB3 image agents trained on channel-first input.
+        deterministic: act greedily.
+    """
+    from rlwrappers import zoo
+
+    if not isinstance(agent, (str, os.PathLike)):
+        raise InvalidType(f"`agent` must be a zoo name or a file path, received {agent!r}")
+    path = Path(agent)
+    if path.suffix != ".zip":
+        if path.exists():
+            raise InvalidArgument(f"`agent` {str(agent)!r} is a file but not an SB3 .zip")
+        name, _, seed = str(agent).partition("@")
+        if seed and not seed.isdigit():
+            raise InvalidArgument(f"`agent` {str(agent)!r}: the part after '@' must be a training seed")
+        return zoo.load(name, seed=int(seed or 0), deterministic=deterministic)
+    if not path.exists():
+        raise MissingFile(f"`agent` file {str(path)!r} does not exist")
+    sb3 = require("stable_baselines3", purpose="loading SB3 agents")
+    model = getattr(sb3, sb3_algorithm(path)).load(path, device="cpu")
+    return SB3Agent(model, deterministic=deterministic, observation_space=observation_space)
