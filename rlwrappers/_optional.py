@@ -18,7 +18,7 @@ EXTRAS: dict[str, str] = {
     "lpips": "perceptual",
     "pettingzoo": "multiagent",
     "skimage": "explain",
-    "matplotlib": "explain",
+    "matplotlib": "report",
     "ray": "ray",
     "hypothesis": "test",
     "rl_zoo3": "zoo",

@@ -1,0 +1,122 @@
+"""The agent zoo: small SB3 agents trained by ``scripts/train_zoo.py``, shipped with the package.
+
+Each agent has a card, ``rlwrappers/zoo/agents/<name>.json``, with its algorithm, env, the perturbation it
+was trained under (none for the clean agents), every training setting, and per training seed the weights'
+file and SHA-256 and its measured returns (clean, and under its training perturbation). The weights are
+plain state dicts read with ``torch.load(weights_only=True)``: loading them runs no code from the file.
+
+Names read ``<algo>-<env id>`` for agents trained on the clean env and ``<algo>-<env id>-<kind>`` for those
+trained under one kind of uncertainty (seed 002 trains and evaluates under the same noise), e.g.
+``ppo-CartPole-v1`` and ``ppo-CartPole-v1-obs_noise``.
+
+Example:
+    >>> from rlwrappers import zoo
+    >>> agent = zoo.load("ppo-CartPole-v1", seed=0)
+    >>> zoo.card("ppo-CartPole-v1")["algo"]
+    'PPO'
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import gymnasium as gym
+
+from rlwrappers._optional import require
+from rlwrappers.agents import SB3Agent
+from rlwrappers.error import InvalidArgument, MissingFile, UnknownName, did_you_mean
+
+__all__ = ["DIRECTORY", "UNCERTAINTIES", "card", "cards", "load", "names"]
+
+#: Where the cards and weights live.
+DIRECTORY: Final = Path(__file__).parent / "agents"
+
+#: Seed 002's six kinds of uncertainty (Flageat et al. 2023, Section 2.2) as perturbation specs, per env:
+#: the zoo trains under them, and ``rlwrappers demo`` evaluates under them.
+UNCERTAINTIES: Final[Mapping[str, Mapping[str, str]]] = {
+    "CartPole-v1": {
+        "obs_noise": "obs_noise(std=0.05)",
+        "action_noise": "action_noise(p=0.1)",
+        "reward_noise": "reward_noise(std=1.0)",
+        "init_noise": "init_noise(std=0.05)",
+        "dynamics": "dynamics_shift(scales={'length': 1.5}, when=prob(p=0.5))",
+        "param_noise": "param_noise(std=0.05)",
+    },
+    "Pendulum-v1": {
+        "obs_noise": "obs_noise(std=0.05)",
+        "action_noise": "action_noise(std=0.2)",
+        "reward_noise": "reward_noise(std=1.0)",
+        "init_noise": "init_noise(std=0.5)",
+        "dynamics": "dynamics_shift(scales={'m': 1.3}, when=prob(p=0.5))",
+        "param_noise": "param_noise(std=0.02)",
+    },
+}
+
+
+@functools.cache
+def cards() -> dict[str, dict[str, Any]]:
+    """Every agent's card, by name."""
+    paths = sorted(DIRECTORY.glob("*.json"), key=lambda path: path.stem)
+    return {path.stem: json.loads(path.read_text()) for path in paths}
+
+
+def names() -> list[str]:
+    """The names of the zoo's agents."""
+    return list(cards())
+
+
+def card(name: str) -> dict[str, Any]:
+    """The card of agent ``name``: settings, seeds, files and measured returns."""
+    all_cards = cards()
+    if name not in all_cards:
+        raise UnknownName(
+            f"`name` {name!r} is not a zoo agent; `rlwrappers list agents` shows them." + did_you_mean(name, all_cards)
+        )
+    return all_cards[name]
+
+
+def load(name: str, *, seed: int = 0, deterministic: bool = True) -> SB3Agent:
+    """The zoo agent ``name`` trained with ``seed``, as an :class:`~rlwrappers.agents.SB3Agent`."""
+    info = card(name)
+    seeds = info["seeds"]
+    if str(seed) not in seeds:
+        raise InvalidArgument(f"`seed` must be one of {sorted(int(s) for s in seeds)} for {name!r}, received {seed!r}")
+    entry = seeds[str(seed)]
+    path = DIRECTORY / entry["file"]
+    if not path.exists():
+        raise MissingFile(
+            f"the weights of {name!r} seed {seed} are missing: expected {str(path)!r};"
+            " run `python scripts/train_zoo.py` to train them"
+        )
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        raise InvalidArgument(
+            f"{str(path)!r} does not match the SHA-256 on its card; retrain with scripts/train_zoo.py"
+        )
+    torch = require("torch", purpose="zoo agents")
+    sb3 = require("stable_baselines3", purpose="zoo agents")
+    algo = getattr(sb3, info["algo"])
+    env = gym.make(info["env_id"])
+    policy = algo.policy_aliases[info["policy"]](
+        env.observation_space, env.action_space, lambda _: 0.0, **_policy_kwargs(info["policy_kwargs"])
+    )
+    env.close()
+    state = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+    module = policy if info["module"] == "policy" else getattr(policy, info["module"])
+    module.load_state_dict(state)
+    return SB3Agent(policy, deterministic=deterministic)
+
+
+def _policy_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Policy keyword arguments from a card: activation functions are stored by name."""
+    out = dict(kwargs)
+    if "activation_fn" in out:
+        torch = require("torch")
+        out["activation_fn"] = getattr(torch.nn, out["activation_fn"])
+    return out
