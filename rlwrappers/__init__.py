@@ -22,6 +22,7 @@ from rlwrappers.core import (
     Perturb,
     Perturbation,
     PerturbationLayer,
+    attach,
     layers,
     perturbations,
     wrap,
@@ -32,6 +33,7 @@ from rlwrappers.wrappers import (
     DynamicsShift,
     InitialStateNoise,
     ObservationNoise,
+    ParameterNoise,
     RewardNoise,
     StickyAction,
 )
@@ -51,6 +53,8 @@ __all__ = [
     "RewardNoise",
     "InitialStateNoise",
     "DynamicsShift",
+    "ParameterNoise",
+    "attach",
     # building blocks
     "Perturbation",
     "PerturbationLayer",
@@ -60,21 +64,35 @@ __all__ = [
     "schedule",
     "transforms",
     "error",
-    # logs (loaded on first use)
+    # logs and evaluations (loaded on first use)
     "Recorder",
     "load",
     "Log",
+    "evaluate",
+    "open_evaluation",
+    "agents",
+    "zoo",
+    "metrics",
 ]
 
-_LAZY = {"Recorder": "rlwrappers.record", "load": "rlwrappers.record", "Log": "rlwrappers.record"}
+_LAZY = {
+    "Recorder": "rlwrappers.record",
+    "load": "rlwrappers.record",
+    "Log": "rlwrappers.record",
+    "evaluate": "rlwrappers.evaluation",
+    "open_evaluation": "rlwrappers.evaluation",
+}
+_SUBMODULES = ("agents", "zoo", "metrics", "evaluation")
 
 
 def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _SUBMODULES:
+        return importlib.import_module(f"rlwrappers.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'rlwrappers' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(module), name)
 
 

@@ -1,0 +1,609 @@
+"""Evaluation runs: an agent under several shifts over many seeds, each paired with a same-seed counterfactual.
+
+:func:`evaluate` runs every (agent, shift, seed) for ``episodes`` episodes, plus one counterfactual run per
+(agent, seed) without any shift, named ``"baseline"``. Episode ``i`` of a run with seed ``s`` resets the env
+with :func:`episode_seed` (s, i), and the agent's own randomness for that episode comes from a generator
+derived from (s, i) too, so a shifted run and its counterfactual start every episode alike and differ only by
+the shift. The counterfactual is shared by all shifts: with the same seeds and no shift it would be the same
+run every time.
+
+Each run writes one :class:`~rlwrappers.record.Recorder` log. The run directory looks like::
+
+    out/
+      evaluation.json          what was asked: agents, env, shifts, episodes, seeds, options
+      index.json               one row per run: agent, shift, seed, log path, status, mean return
+      logs/<agent>/<shift>/seed<k>/   one log per run
+
+Runs go to local worker processes by default (``workers``) or to Ray (``backend="ray"``, the ``ray`` extra),
+which gives the same returns. A sweep that was interrupted resumes where it stopped: runs whose logs are
+complete are not redone. :func:`open_evaluation` reads a run directory back.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import gymnasium as gym
+import numpy as np
+
+from rlwrappers import agents as agents_module
+from rlwrappers import seeding
+from rlwrappers._optional import require
+from rlwrappers._version import __version__
+from rlwrappers.core import Entry, Perturbation, attach, wrap
+from rlwrappers.error import InvalidArgument, InvalidType, LogError
+from rlwrappers.schedule import Schedule
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["BASELINE", "Evaluation", "LivesAsEpisodes", "RunSpec", "episode_seed", "evaluate", "open_evaluation"]
+
+#: The name of the counterfactual arm: the same seeds, no shift.
+BASELINE: Final = "baseline"
+SPEC_FILE: Final = "evaluation.json"
+INDEX_FILE: Final = "index.json"
+BACKENDS: Final = ("local", "ray")
+#: The generator label of an agent's own randomness.
+AGENT_LABEL: Final = "agent"
+
+ShiftSpec = str | Mapping[str, Any] | Perturbation
+
+
+def episode_seed(run_seed: int, episode: int) -> int:
+    """The seed given to ``reset`` for episode ``episode`` of a run: a 63-bit hash of (run seed, episode).
+
+    Distinct (run seed, episode) pairs give distinct seeds with overwhelming probability, so runs with
+    neighbouring seeds do not share episodes.
+    """
+    state = np.random.SeedSequence(run_seed, spawn_key=(episode,)).generate_state(1, np.uint64)[0]
+    return int(state >> np.uint64(1))
+
+
+def agent_generator(run_seed: int, episode: int) -> np.random.Generator:
+    """The generator a stochastic agent draws from in episode ``episode`` of a run."""
+    return seeding.generator(run_seed, episode, AGENT_LABEL, seeding.EFFECT)
+
+
+class LivesAsEpisodes(gym.Wrapper[Any, Any, Any, Any]):
+    """Counts each life of an Atari game as one episode (seed 001, Appendix C.1).
+
+    A lost life ends the episode (``terminated``); the next ``reset`` continues the same game from there
+    (its seed is not used) unless the game is over. Needs an env that reports ``info["lives"]`` (ALE).
+    """
+
+    def __init__(self, env: gym.Env[Any, Any]):
+        super().__init__(env)
+        self.game_over = True
+        self._lives = 0
+        self._obs: Any = None
+        self._info: dict[str, Any] = {}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Starts a new game if the last one is over; otherwise goes on with the next life."""
+        if self.game_over:
+            obs, info = self.env.reset(seed=seed, options=options)
+            if "lives" not in info:
+                raise InvalidArgument(f"lives_as_episodes needs an env whose info reports 'lives'; {self.env} does not")
+            self.game_over = False
+            self._lives = int(info["lives"])
+            return obs, info
+        return self._obs, dict(self._info)
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        """Steps the game; losing a life terminates the episode."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.game_over = bool(terminated or truncated)
+        lives = int(info.get("lives", self._lives))
+        life_lost = 0 < lives < self._lives
+        self._lives = lives
+        self._obs, self._info = obs, info
+        return obs, reward, terminated or life_lost, truncated, info
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a sweep: which agent, which shift (or the baseline), which seed, and where its log goes."""
+
+    agent: str
+    shift: str
+    seed: int
+    path: str
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """Everything a worker needs besides the agent; JSON-ready."""
+
+    env_id: str
+    env_kwargs: dict[str, Any]
+    shifts: dict[str, list[dict[str, Any]]]
+    episodes: int
+    deterministic: bool
+    lives_as_episodes: bool
+    agent_sources: dict[str, str | None] = field(default_factory=dict)
+
+
+def _shift_entries(shifts: Any, when: Any) -> dict[str, list[dict[str, Any]]]:
+    """Shifts as name -> list of perturbation dicts; a shift is named by its spec string unless given a name."""
+    if isinstance(shifts, (str, Perturbation)) or (isinstance(shifts, Mapping) and "name" in shifts):
+        shifts = [shifts]  # a single spec
+    if isinstance(shifts, Mapping):
+        named = dict(shifts)
+    elif isinstance(shifts, Sequence):
+        named = {spec if isinstance(spec, str) else str(Entry.parse(spec, when)): spec for spec in shifts}
+    else:
+        raise InvalidType(f"`shifts` must be a list of specs or a dict of name -> spec(s), received {shifts!r}")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, spec in named.items():
+        if not isinstance(name, str) or not name or name == BASELINE:
+            raise InvalidArgument(f"shift names must be non-empty strings other than {BASELINE!r}, received {name!r}")
+        specs = spec if isinstance(spec, (list, tuple)) else [spec]
+        if not specs:
+            raise InvalidArgument(f"shift {name!r} has no perturbation")
+        out[name] = [Entry.parse(s, when).to_dict() for s in specs]
+    return out
+
+
+def _directory_name(name: str) -> str:
+    return re.sub(r"[^\w.=,-]+", "_", name).strip("_") or "_"
+
+
+def _seeds(seeds: int | Sequence[int]) -> list[int]:
+    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+        if seeds < 1:
+            raise InvalidArgument(f"`seeds` must be >= 1 (a count) or a list of seeds, received {seeds!r}")
+        return list(range(int(seeds)))
+    if isinstance(seeds, Sequence) and not isinstance(seeds, str) and seeds:
+        out = []
+        for s in seeds:
+            if not isinstance(s, (int, np.integer)) or isinstance(s, bool) or not 0 <= s < 2**63:
+                raise InvalidArgument(f"`seeds` must hold ints in [0, 2**63), received {s!r}")
+            out.append(int(s))
+        if len(set(out)) != len(out):
+            raise InvalidArgument(f"`seeds` must not repeat, received {list(seeds)!r}")
+        return out
+    raise InvalidArgument(f"`seeds` must be a count >= 1 or a non-empty list of ints, received {seeds!r}")
+
+
+def _agents(agent: Any) -> dict[str, Any]:
+    if isinstance(agent, Mapping):
+        if not agent:
+            raise InvalidArgument("`agent` must name at least one agent, received an empty dict")
+        for name in agent:
+            if not isinstance(name, str) or not name:
+                raise InvalidArgument(f"agent names must be non-empty strings, received {name!r}")
+        return dict(agent)
+    if isinstance(agent, (str, os.PathLike)):
+        return {Path(agent).stem if Path(agent).suffix == ".zip" else str(agent): agent}
+    return {"agent": agent}
+
+
+# -- one run ---------------------------------------------------------------------------------------------
+_WORKER_AGENTS: dict[str, agents_module.Agent] = {}
+
+
+def _resolve(agent: Any, settings: _Settings, env: gym.Env[Any, Any]) -> agents_module.Agent:
+    """The agent as an Agent; names and paths are loaded once per process."""
+    if isinstance(agent, (str, os.PathLike)):
+        key = f"{agent}|{settings.deterministic}"
+        if key not in _WORKER_AGENTS:
+            _WORKER_AGENTS[key] = agents_module.load(agent, deterministic=settings.deterministic)
+        return _WORKER_AGENTS[key]
+    if isinstance(agent, agents_module.Agent):
+        return agent  # an Agent keeps its own `deterministic`
+    if type(agent).__module__.startswith("stable_baselines3"):
+        return agents_module.adapt(agent, env.observation_space, deterministic=settings.deterministic)
+    return agents_module.adapt(agent, env.observation_space, env.action_space)
+
+
+def _make_env(settings: _Settings, shift: str, wrappers: Sequence[Callable[..., Any]]) -> gym.Env[Any, Any]:
+    env = gym.make(settings.env_id, **settings.env_kwargs)
+    for wrapper in wrappers:
+        env = wrapper(env)
+    if settings.lives_as_episodes:
+        env = LivesAsEpisodes(env)
+    if shift != BASELINE:
+        env = wrap(env, *settings.shifts[shift])
+    return env
+
+
+def run(
+    spec: RunSpec, agent: Any, settings: _Settings, root: str, wrappers: Sequence[Callable[..., Any]] = ()
+) -> dict[str, Any]:
+    """Runs one (agent, shift, seed) and writes its log; returns its index row."""
+    from rlwrappers.record import Recorder
+
+    start = time.time()
+    env = _make_env(settings, spec.shift, wrappers)
+    actor = _resolve(agent, settings, env)
+    agents_module.check_compatible(actor, env)
+    path = Path(root) / spec.path
+    metadata = {"agent": spec.agent, "shift": spec.shift, "run_seed": spec.seed, "agent_detail": str(actor)}
+    recorder = Recorder(env, path, overwrite=True, metadata=metadata)
+    attach(recorder, actor)
+    lives = _find(recorder, LivesAsEpisodes)
+    returns = []
+    try:
+        game = 0
+        for episode in range(settings.episodes):
+            new_game = lives is None or lives.game_over
+            seed = episode_seed(spec.seed, game if lives is not None else episode) if new_game else None
+            game += int(new_game)
+            obs, _ = recorder.reset(seed=seed)
+            rng = agent_generator(spec.seed, episode)
+            total, done = 0.0, False
+            act = actor.act
+            while not done:
+                obs, reward, terminated, truncated, _ = recorder.step(act(obs[None], rng)[0])
+                total += float(reward)
+                done = terminated or truncated
+            returns.append(total)
+    finally:
+        recorder.close()
+    return {
+        **asdict(spec),
+        "status": "complete",
+        "episodes": len(returns),
+        "mean_return": float(np.mean(returns)),
+        "seconds": round(time.time() - start, 3),
+    }
+
+
+def _find(env: gym.Env[Any, Any], kind: type) -> Any:
+    current: Any = env
+    while isinstance(current, gym.Wrapper):
+        if isinstance(current, kind):
+            return current
+        current = current.env
+    return None
+
+
+# -- sweeps ----------------------------------------------------------------------------------------------
+def _init_worker() -> None:
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
+def _local_pool(workers: int) -> ProcessPoolExecutor:
+    methods = multiprocessing.get_all_start_methods()
+    # fork hands the agents to the workers without pickling them (lambdas and closures included).
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker)
+
+
+_FORKED: dict[str, Any] = {}
+
+
+def _run_forked(spec: RunSpec, root: str) -> dict[str, Any]:
+    agents, settings, wrappers = _FORKED["agents"], _FORKED["settings"], _FORKED["wrappers"]
+    return run(spec, agents[spec.agent], settings, root, wrappers)
+
+
+def _execute(
+    todo: list[RunSpec],
+    agents: dict[str, Any],
+    settings: _Settings,
+    root: Path,
+    wrappers: Sequence[Callable[..., Any]],
+    backend: str,
+    workers: int,
+) -> Iterator[dict[str, Any]]:
+    """Yields each run's index row as it finishes."""
+    if not todo:
+        return
+    if backend == "ray":
+        yield from _execute_ray(todo, agents, settings, root, wrappers, workers)
+        return
+    if workers == 1:
+        for spec in todo:
+            yield run(spec, agents[spec.agent], settings, str(root), wrappers)
+        return
+    _FORKED.update(agents=agents, settings=settings, wrappers=wrappers)
+    try:
+        with _local_pool(workers) as pool:
+            pending: set[Future[dict[str, Any]]] = {pool.submit(_run_forked, spec, str(root)) for spec in todo}
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
+    finally:
+        _FORKED.clear()
+
+
+def _execute_ray(
+    todo: list[RunSpec],
+    agents: dict[str, Any],
+    settings: _Settings,
+    root: Path,
+    wrappers: Sequence[Callable[..., Any]],
+    workers: int,
+) -> Iterator[dict[str, Any]]:
+    ray = require("ray", purpose="the Ray backend")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        remote = ray.remote(num_cpus=1)(_run_on_ray)
+        agent_refs = {name: ray.put(a) for name, a in agents.items()}
+        pending = [remote.remote(spec, agent_refs[spec.agent], settings, str(root), list(wrappers)) for spec in todo]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _run_on_ray(
+    spec: RunSpec, agent: Any, settings: _Settings, root: str, wrappers: Sequence[Callable[..., Any]]
+) -> dict[str, Any]:
+    _init_worker()
+    return run(spec, agent, settings, root, wrappers)
+
+
+def _complete(root: Path, spec: RunSpec, episodes: int) -> bool:
+    """Whether a run's log is finished: compacted, with ``episodes`` complete episodes."""
+    meta_path = root / spec.path / "meta.json"
+    if not (root / spec.path / "episodes.parquet").exists() or not meta_path.exists():
+        return False
+    meta = json.loads(meta_path.read_text())
+    return "end_time" in meta and meta.get("episodes") == episodes
+
+
+def evaluate(
+    agent: Any,
+    env_id: str,
+    shifts: Sequence[ShiftSpec] | Mapping[str, ShiftSpec | Sequence[ShiftSpec]] = (),
+    *,
+    episodes: int = 10,
+    seeds: int | Sequence[int] = 5,
+    out: str | os.PathLike[str],
+    when: str | Schedule | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    wrappers: Sequence[Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]] = (),
+    deterministic: bool = True,
+    lives_as_episodes: bool = False,
+    backend: str = "local",
+    workers: int | None = None,
+    progress: bool = True,
+) -> Evaluation:
+    """Runs ``agent`` on ``env_id`` under each shift and without, over ``seeds`` x ``episodes``, writing logs.
+
+    Args:
+        agent: a zoo name, an SB3 zip path (trusted files only: SB3 zips unpickle code), an SB3 model, an
+            :class:`~rlwrappers.agents.Agent`, or a dict of names to any of these to compare several agents.
+        env_id: a Gymnasium ID.
+        shifts: perturbation specs (each one shift, named by its text), or a dict of names to one spec or a
+            list of specs applied together. The counterfactual ``"baseline"`` (no shift) is always run.
+        episodes: episodes per run.
+        seeds: a number of seeds (0, 1, ...) or the list of run seeds.
+        out: the run directory; an earlier run of the same evaluation there is resumed.
+        when: the schedule of shifts that do not set their own (default: always).
+        env_kwargs: keyword arguments for ``gym.make``.
+        wrappers: env wrappers applied (in order) under the shifts, e.g. Atari preprocessing the agent expects.
+        deterministic: let agents act greedily; stochastic agents draw from per-episode generators.
+        lives_as_episodes: count each Atari life as one episode (seed 001, Appendix C.1).
+        backend: "local" (worker processes) or "ray".
+        workers: parallel runs (default: the number of CPU cores).
+        progress: show a progress bar.
+
+    Returns:
+        The :class:`Evaluation` read back from ``out``.
+
+    Example:
+        >>> import tempfile, rlwrappers as rw
+        >>> result = rw.evaluate("ppo-CartPole-v1", "CartPole-v1", ["obs_noise(std=0.2)"], episodes=2, seeds=2,
+        ...                      out=tempfile.mkdtemp(), workers=1, progress=False)
+        >>> sorted(result.index["shift"].unique())
+        ['baseline', 'obs_noise(std=0.2)']
+    """
+    if not isinstance(env_id, str):
+        raise InvalidType(f"`env_id` must be a Gymnasium ID string, received {env_id!r}")
+    if not isinstance(episodes, (int, np.integer)) or isinstance(episodes, bool) or episodes < 1:
+        raise InvalidArgument(f"`episodes` must be an int >= 1, received {episodes!r}")
+    if backend not in BACKENDS:
+        raise InvalidArgument(f"`backend` must be one of {BACKENDS}, received {backend!r}")
+    if workers is None:
+        workers = os.cpu_count() or 1
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise InvalidArgument(f"`workers` must be an int >= 1, received {workers!r}")
+    for w in wrappers:
+        if not callable(w):
+            raise InvalidType(f"`wrappers` must hold callables env -> env, received {w!r}")
+    named_agents = _agents(agent)
+    settings = _Settings(
+        env_id=env_id,
+        env_kwargs=dict(env_kwargs or {}),
+        shifts=_shift_entries(shifts, when),
+        episodes=int(episodes),
+        deterministic=bool(deterministic),
+        lives_as_episodes=bool(lives_as_episodes),
+        agent_sources={name: str(a) if isinstance(a, (str, os.PathLike)) else None for name, a in named_agents.items()},
+    )
+    run_seeds = _seeds(seeds)
+    _check_applies(named_agents, settings, wrappers)
+
+    root = Path(out)
+    request = {"rlwrappers": __version__, **asdict(settings), "seeds": run_seeds}
+    _claim(root, request)
+    specs = [
+        RunSpec(name, shift, seed, f"logs/{_directory_name(name)}/{_directory_name(shift)}/seed{seed}")
+        for name in named_agents
+        for shift in (BASELINE, *settings.shifts)
+        for seed in run_seeds
+    ]
+    index: dict[str, dict[str, Any]] = {}
+    todo = []
+    for spec in specs:
+        if _complete(root, spec, settings.episodes):
+            previous = _read_index(root).get(spec.path)
+            index[spec.path] = previous or {**asdict(spec), "status": "complete"}
+        else:
+            index[spec.path] = {**asdict(spec), "status": "pending"}
+            todo.append(spec)
+    _write_index(root, index)
+
+    bar = _progress(len(specs) * settings.episodes, progress)
+    bar.update((len(specs) - len(todo)) * settings.episodes)
+    try:
+        for row in _execute(todo, named_agents, settings, root, wrappers, backend, min(workers, max(len(todo), 1))):
+            index[row["path"]] = row
+            _write_index(root, index)
+            bar.update(settings.episodes)
+    finally:
+        bar.close()
+    return open_evaluation(root)
+
+
+def _check_applies(agents: Mapping[str, Any], settings: _Settings, wrappers: Sequence[Callable[..., Any]]) -> None:
+    """Builds each shifted env and adapts each agent once, so bad specs and agents fail before any run."""
+    for shift in (BASELINE, *settings.shifts):
+        env = _make_env(settings, shift, wrappers)
+        env.close()
+    env = _make_env(settings, BASELINE, wrappers)
+    try:
+        for a in agents.values():
+            agents_module.check_compatible(_resolve(a, settings, env), env)
+    finally:
+        env.close()
+
+
+def _claim(root: Path, request: dict[str, Any]) -> None:
+    """Writes the request, or checks that the directory holds the same one (so a resume continues it)."""
+    path = root / SPEC_FILE
+    text = json.dumps(request, indent=1, default=str)
+    if path.exists():
+        if json.loads(path.read_text()) != json.loads(text):
+            raise LogError(
+                f"{str(root)!r} holds a different evaluation; pass another `out`, or delete it to start over"
+            )
+        return
+    if root.exists() and any(root.iterdir()):
+        raise LogError(f"`out` {str(root)!r} is not empty and holds no evaluation; choose an empty or new folder")
+    root.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+def _read_index(root: Path) -> dict[str, dict[str, Any]]:
+    path = root / INDEX_FILE
+    if not path.exists():
+        return {}
+    return {row["path"]: row for row in json.loads(path.read_text())["runs"]}
+
+
+def _write_index(root: Path, index: Mapping[str, dict[str, Any]]) -> None:
+    tmp = root / f"{INDEX_FILE}.tmp"
+    tmp.write_text(json.dumps({"runs": list(index.values())}, indent=1) + "\n")
+    tmp.replace(root / INDEX_FILE)
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(total: int, show: bool) -> Any:
+    if not show:
+        return _NoBar()
+    tqdm = require("tqdm", purpose="progress bars")
+    return tqdm.tqdm(total=total, unit="episode", desc="evaluating")
+
+
+# -- reading back ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Evaluation:
+    """A finished (or partly finished) evaluation read back from its run directory.
+
+    Attributes:
+        path: the run directory.
+        request: what was asked (``evaluation.json``).
+        index: one row per run (pandas DataFrame): agent, shift, seed, path, status, episodes, mean_return.
+    """
+
+    path: Path
+    request: dict[str, Any]
+    index: pd.DataFrame
+
+    @property
+    def complete(self) -> bool:
+        """Whether every run finished."""
+        return bool((self.index["status"] == "complete").all())
+
+    def episodes(self) -> pd.DataFrame:
+        """Every complete episode of every finished run, with its counterfactual's return beside it.
+
+        Columns: agent, shift, run_seed, episode, seed (given to reset), return, length, and
+        ``baseline_return``, the return of the same episode in the counterfactual run.
+        """
+        pd = require("pandas", purpose="reading evaluations")
+        from rlwrappers.record import load
+
+        frames = []
+        for row in self.index.itertuples():
+            if row.status != "complete":
+                continue
+            log = load(self.path / row.path)
+            e = log.episodes[["episode", "seed", "return", "length", "complete"]].copy()
+            e.insert(0, "agent", row.agent)
+            e.insert(1, "shift", row.shift)
+            e.insert(2, "run_seed", row.seed)
+            frames.append(e)
+        if not frames:
+            raise LogError(f"{str(self.path)!r} holds no finished run")
+        table = pd.concat(frames, ignore_index=True)
+        table = table[table["complete"].astype(bool)].drop(columns="complete")
+        baseline = table[table["shift"] == BASELINE][["agent", "run_seed", "episode", "return"]]
+        table = table.merge(
+            baseline.rename(columns={"return": "baseline_return"}), on=["agent", "run_seed", "episode"], how="left"
+        )
+        return table.reset_index(drop=True)
+
+    def summary(self, alphas: Sequence[float] = (0.5, 1.0, 2.0)) -> pd.DataFrame:
+        """The reproducibility table per (agent, shift), with the paired change against the counterfactual.
+
+        Columns: episodes, mean, median, MAD, IQR, std, LCB(alpha) per alpha, and ``delta``, the mean over
+        episodes of the return minus the same episode's return in the counterfactual run.
+        """
+        from rlwrappers.metrics.logs import reproducibility_table
+
+        table = self.episodes()
+        groups = {key: g for key, g in table.groupby(["agent", "shift"], sort=False)}
+        summary = reproducibility_table({k: g["return"].to_numpy() for k, g in groups.items()}, alphas)
+        summary.index = summary.index.set_names(["agent", "shift"]) if summary.index.nlevels == 2 else summary.index
+        summary["delta"] = [float((g["return"] - g["baseline_return"]).mean()) for g in groups.values()]
+        return summary
+
+
+def open_evaluation(path: str | os.PathLike[str]) -> Evaluation:
+    """Reads an evaluation's run directory.
+
+    Raises:
+        LogError: ``path`` holds no evaluation, or its index is missing or corrupt.
+    """
+    pd = require("pandas", purpose="reading evaluations")
+    root = Path(path)
+    for name in (SPEC_FILE, INDEX_FILE):
+        if not (root / name).exists():
+            raise LogError(f"no rlwrappers evaluation at {str(root)!r}: {name} is missing")
+    try:
+        request = json.loads((root / SPEC_FILE).read_text())
+        runs = json.loads((root / INDEX_FILE).read_text())["runs"]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise LogError(f"the evaluation at {str(root)!r} is corrupt: {exc}") from exc
+    return Evaluation(root, request, pd.DataFrame(runs))
