@@ -1,0 +1,360 @@
+"""Reports of evaluations: a summary table for terminals, and one self-contained HTML page with its figures.
+
+:func:`write_report` reads a run directory written by :func:`~rlwrappers.evaluation.evaluate` and writes::
+
+    report/
+      report.html    the request, the summary table, the figures (embedded), and how to read the numbers
+      summary.csv    the summary table: one row per (agent, shift)
+      lcb.png, pareto.png, returns.png, deltas.png
+      PARTIAL.txt    only while some runs have not finished: which ones
+
+A report of an evaluation with unfinished runs is marked PARTIAL in its title, in a banner that lists the
+missing runs, and on every figure: its numbers leave those runs out and will change when they finish.
+:func:`format_table` renders a summary as fixed-width text.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rlwrappers import plots
+from rlwrappers._version import __version__
+from rlwrappers.error import InvalidArgument, InvalidType, LogError
+from rlwrappers.evaluation import BASELINE, Evaluation, open_evaluation
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+__all__ = ["CURVE_ALPHAS", "TABLE_ALPHAS", "format_table", "write_report"]
+
+#: The alphas of the summary's LCB columns unless told otherwise.
+TABLE_ALPHAS: Final = (0.5, 1.0, 2.0)
+#: The LCB curve spans alpha in [0, CURVE_ALPHA_MAX] (further when a table alpha is larger).
+CURVE_ALPHA_MAX: Final = 3.0
+CURVE_ALPHAS: Final = tuple(np.linspace(0.0, CURVE_ALPHA_MAX, 61).tolist())
+PARTIAL_FILE: Final = "PARTIAL.txt"
+MISSING: Final = "n/a"
+
+_EXPLANATION: Final = """
+<p>Every number pools the finished episodes of one (agent, shift) pair over all its seeds. Episode <i>i</i> of the
+run with seed <i>s</i> starts from the same seeded state in every shift and in the <b>baseline</b> (the same seeds,
+no shift), so the runs differ only by the shift.</p>
+<ul>
+<li><b>mean</b>, <b>median</b>: the performance P of the returns R.</li>
+<li><b>MAD</b>: median absolute deviation, <code>median(|R - median(R)|)</code>, with scale 1 (not multiplied by
+1.4826). The typical distance of a return from the median; a few outlying episodes barely move it.</li>
+<li><b>IQR</b>: <code>Q3 - Q1</code>, the width of the middle half of the returns.</li>
+<li><b>std</b>: the standard deviation of the returns (population, ddof = 0).</li>
+<li><b>LCB(alpha)</b> = <code>P - alpha * sigma</code>, here the mean minus alpha times the MAD: the return one can
+count on when dispersion weighs alpha times as much as performance. At alpha = 0 it is the mean; the larger
+alpha, the more a consistent agent is preferred to an erratic one with a higher mean (Flageat et al. 2023,
+"Beyond Expected Return").</li>
+<li><b>delta</b>: the mean over episodes of <code>return - baseline return</code> of the same seeded episode;
+below 0 the shift costs return.</li>
+</ul>
+<p>A method on the <b>Pareto front</b> has no other method with a higher (or equal) mean and a lower (or equal)
+MAD.</p>
+"""
+
+_STYLE: Final = """
+body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; vertical-align: top; }
+th { background: #f3f3f3; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.partial { border: 3px solid #c00; background: #fff0f0; padding: 0.6rem 1rem; margin: 1rem 0; }
+.partial h2 { color: #c00; margin-top: 0; }
+figure { margin: 1rem 0 2rem; }
+figure img { max-width: 100%; }
+code { background: #f3f3f3; padding: 0 0.2rem; }
+"""
+
+
+# -- the summary as text ---------------------------------------------------------------------------------
+def _decimals(values: NDArray[np.float64]) -> int:
+    """Decimals that keep about four significant digits of a column's largest value."""
+    finite = np.abs(values[np.isfinite(values)])
+    largest = float(finite.max()) if finite.size else 0.0
+    return 0 if largest >= 10_000 else 1 if largest >= 100 else 2 if largest >= 1 else 3
+
+
+def _cells(summary: pd.DataFrame) -> tuple[list[str], list[list[str]], int]:
+    """Headers, rows of formatted cells and how many leading columns are text (the index levels).
+
+    An ``agent`` level with a single agent is left out.
+    """
+    if not hasattr(summary, "reset_index") or not hasattr(summary, "columns"):
+        raise InvalidType(f"`summary` must be a pandas DataFrame, received {type(summary).__name__}")
+    if len(summary) == 0:
+        raise InvalidArgument("`summary` must hold at least one row, received an empty table")
+    names = [
+        n if n is not None else ("method" if summary.index.nlevels == 1 else f"level{i}")
+        for i, n in enumerate(summary.index.names)
+    ]
+    table = summary.copy()
+    table.index = table.index.set_names(names)
+    if "agent" in names and len(names) > 1 and table.index.get_level_values("agent").nunique() == 1:
+        table.index = table.index.droplevel("agent")
+        names.remove("agent")
+    table = table.reset_index()
+    columns: list[list[str]] = [[str(v) for v in table[n]] for n in names]
+    for column in summary.columns:
+        values = np.asarray(table[column], dtype=np.float64)
+        if column == "episodes":
+            columns.append([MISSING if not np.isfinite(v) else str(int(v)) for v in values])
+        else:
+            digits = _decimals(values)
+            columns.append([f"{v:.{digits}f}" if np.isfinite(v) else MISSING for v in values])
+    headers = [*names, *map(str, summary.columns)]
+    return headers, [list(row) for row in zip(*columns, strict=True)], len(names)
+
+
+def format_table(summary: pd.DataFrame) -> str:
+    """The summary (one row per agent and shift) as a fixed-width text table, numbers rounded per column.
+
+    Each number column keeps about four significant digits of its largest value; missing values read "n/a".
+    The agent column is left out when there is one agent.
+
+    Example:
+        >>> from rlwrappers.metrics import reproducibility_table
+        >>> print(format_table(reproducibility_table({"clean": [10.0, 12.0], "noisy": [2.0, 12.0]}, [1.0])))
+        method  episodes   mean  median   MAD   IQR   std  LCB(1.0)
+        ------  --------  -----  ------  ----  ----  ----  --------
+        clean          2  11.00   11.00  1.00  1.00  1.00     10.00
+        noisy          2   7.00    7.00  5.00  5.00  5.00      2.00
+    """
+    headers, rows, text = _cells(summary)
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.ljust(w) if i < text else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(row) for row in rows)])
+
+
+def _html_table(summary: pd.DataFrame) -> str:
+    headers, rows, text = _cells(summary)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(c)}</td>" if i < text else f'<td class="num">{html.escape(c)}</td>'
+            for i, c in enumerate(row)
+        )
+        + "</tr>\n"
+        for row in rows
+    )
+    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>"
+
+
+# -- the report --------------------------------------------------------------------------------------------
+def _table_alphas(alphas: Sequence[float] | None) -> list[float]:
+    if alphas is None:
+        return list(TABLE_ALPHAS)
+    values = list(np.atleast_1d(np.asarray(alphas, dtype=np.float64)))
+    if not values or not all(np.isfinite(a) and a >= 0 for a in values):
+        raise InvalidArgument(f"`alphas` must be a non-empty list of finite numbers >= 0, received {alphas!r}")
+    return [float(a) for a in values]
+
+
+def _spec_text(entry: Mapping[str, Any]) -> str:
+    """A stored perturbation dict as ``name(key=value, ...)``, every parameter written out."""
+    params = ", ".join(f"{k}={v!r}" for k, v in entry.items() if k != "name")
+    return f"{entry.get('name', '?')}({params})"
+
+
+def _label(agent: str, shift: str, several_agents: bool) -> str:
+    return f"{agent} / {shift}" if several_agents else shift
+
+
+def _png(fig: Figure, path: Path, partial_note: str | None) -> str:
+    """Saves ``fig`` to ``path`` and returns it base64-encoded."""
+    if partial_note:
+        fig.suptitle(partial_note, color="#c00", fontweight="bold")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    data = buffer.getvalue()
+    path.write_bytes(data)
+    return base64.b64encode(data).decode("ascii")
+
+
+def _figures(
+    episodes: pd.DataFrame, summary: pd.DataFrame, several_agents: bool, table_alphas: Sequence[float]
+) -> dict[str, tuple[str, Figure]]:
+    """The report's figures by file name, each with its caption."""
+    returns = {
+        _label(str(agent), str(shift), several_agents): group["return"].to_numpy(dtype=np.float64)
+        for (agent, shift), group in episodes.groupby(["agent", "shift"], sort=False)
+    }
+    labels = {key: _label(str(key[0]), str(key[1]), several_agents) for key in summary.index}
+    curve = np.linspace(0.0, max(CURVE_ALPHA_MAX, *table_alphas), 61)
+    figures = {
+        "lcb.png": (
+            "LCB(alpha) = mean - alpha * MAD against alpha. Where lines cross, the ranking changes with how much "
+            "dispersion is weighed.",
+            plots.lcb_curves(returns, curve),
+        ),
+        "pareto.png": (
+            "Mean return against MAD. Points joined in red are on the Pareto front: no other point has a mean "
+            "as high and a MAD as low, one of them strictly better.",
+            plots.pareto(
+                {labels[k]: float(v) for k, v in summary["mean"].items()},
+                {labels[k]: float(v) for k, v in summary["MAD"].items()},
+            ),
+        ),
+        "returns.png": (
+            "Every episode's return (dots); the bar spans the IQR, the black tick is the median.",
+            plots.return_distributions(returns),
+        ),
+    }
+    shifted = (episodes["shift"] != BASELINE) & episodes["baseline_return"].notna()
+    if shifted.any():
+        figures["deltas.png"] = (
+            "Per shift, return minus the return of the same seeded episode without shift; left of the dashed "
+            "line the shift cost return.",
+            plots.paired_deltas(episodes),
+        )
+    return figures
+
+
+def _request_html(evaluation: Evaluation) -> str:
+    request = evaluation.request
+    index = evaluation.index
+    sources = request.get("agent_sources") or {a: None for a in index["agent"].unique()}
+    agents = "<br>".join(
+        html.escape(f"{name}: {source}" if source else f"{name} (an object passed in code)")
+        for name, source in sources.items()
+    )
+    finished = int((index["status"] == "complete").sum())
+    rows = [
+        ("env id", html.escape(str(request.get("env_id", "?")))),
+        ("env kwargs", html.escape(repr(request.get("env_kwargs") or {}))),
+        ("agents", agents),
+        ("seeds", html.escape(", ".join(map(str, request.get("seeds", []))))),
+        ("episodes per run", html.escape(str(request.get("episodes", "?")))),
+        ("deterministic actions", html.escape(str(request.get("deterministic", "?")))),
+        ("runs finished", f"{finished} of {len(index)}"),
+        ("rlwrappers version", html.escape(f"{request.get('rlwrappers', '?')} (report: {__version__})")),
+    ]
+    shifts = request.get("shifts") or {}
+    shift_rows = [(html.escape(BASELINE), "none: the counterfactual of every shift, with the same seeds")] + [
+        (html.escape(name), "<br>".join(f"<code>{html.escape(_spec_text(e))}</code>" for e in entries))
+        for name, entries in shifts.items()
+    ]
+    first = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>\n" for k, v in rows)
+    second = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>\n" for k, v in shift_rows)
+    return (
+        f"<table>\n{first}</table>\n<h3>Shifts</h3>\n"
+        f"<table>\n<thead><tr><th>shift</th><th>perturbations</th></tr></thead>\n{second}</table>"
+    )
+
+
+def _missing_runs(index: pd.DataFrame) -> list[str]:
+    rows = index[index["status"] != "complete"]
+    return [f"{r.agent} / {r.shift} / seed {r.seed} ({r.status})" for r in rows.itertuples()]
+
+
+def _page(
+    evaluation: Evaluation, summary: pd.DataFrame, images: Mapping[str, tuple[str, str]], missing: list[str]
+) -> str:
+    env_id = str(evaluation.request.get("env_id", "?"))
+    title = f"{'PARTIAL ' if missing else ''}Evaluation report: {env_id}"
+    banner = ""
+    if missing:
+        items = "".join(f"<li>{html.escape(m)}</li>" for m in missing)
+        banner = (
+            f'<div class="partial"><h2>PARTIAL RESULT: {len(missing)} of {len(evaluation.index)} runs have not '
+            "finished</h2><p>Every number and figure below leaves these runs out and will change when they finish; "
+            f"run the same evaluation again to finish them.</p><ul>{items}</ul></div>"
+        )
+    figures = "".join(
+        f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>\n"
+        for name, (caption, data) in images.items()
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{html.escape(title)}</title>
+<style>{_STYLE}</style>
+</head>
+<body>
+<h1>{html.escape(title)}</h1>
+{banner}
+<h2>What was run</h2>
+{_request_html(evaluation)}
+<h2>Summary</h2>
+<p>One row per agent and shift; returns pooled over seeds and episodes.</p>
+{_html_table(summary)}
+<h2>Figures</h2>
+{figures}
+<h2>How to read the numbers</h2>
+{_EXPLANATION}
+<p><small>Written by rlwrappers {html.escape(__version__)} from {html.escape(str(evaluation.path))}.</small></p>
+</body>
+</html>
+"""
+
+
+def write_report(
+    evaluation: Evaluation | str | os.PathLike[str],
+    out_dir: str | os.PathLike[str] | None = None,
+    *,
+    alphas: Sequence[float] | None = None,
+) -> Path:
+    """Writes an evaluation's report: ``report.html`` (self-contained), ``summary.csv`` and the PNG figures.
+
+    Args:
+        evaluation: an :class:`~rlwrappers.evaluation.Evaluation` or its run directory.
+        out_dir: where to write (default: ``<run dir>/report``); created if needed, earlier files replaced.
+        alphas: the alphas of the summary's LCB columns (default 0.5, 1, 2); the LCB curve spans 0 to 3, or to
+            the largest of them.
+
+    Returns:
+        The path of ``report.html``.
+
+    Raises:
+        LogError: the directory holds no evaluation, or no run of it has finished.
+        InvalidArgument: an alpha is negative.
+    """
+    if not isinstance(evaluation, Evaluation):
+        if not isinstance(evaluation, (str, os.PathLike)):
+            raise InvalidType(f"`evaluation` must be an Evaluation or a run directory, received {evaluation!r}")
+        evaluation = open_evaluation(evaluation)
+    table_alphas = _table_alphas(alphas)
+    index = evaluation.index
+    if len(index) == 0 or "status" not in index or not (index["status"] == "complete").any():
+        raise LogError(f"the evaluation at {str(evaluation.path)!r} has no finished run yet; nothing to report")
+    missing = _missing_runs(index)
+    episodes = evaluation.episodes()
+    summary = evaluation.summary(table_alphas)
+    out = Path(out_dir) if out_dir is not None else evaluation.path / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    summary.to_csv(out / "summary.csv")
+    partial_file = out / PARTIAL_FILE
+    if missing:
+        partial_file.write_text("PARTIAL: these runs have not finished and are left out:\n" + "\n".join(missing) + "\n")
+    else:
+        partial_file.unlink(missing_ok=True)
+    note = f"PARTIAL: {len(missing)} of {len(index)} runs missing" if missing else None
+    several_agents = index["agent"].nunique() > 1
+    images: dict[str, tuple[str, str]] = {}
+    for name, (caption, fig) in _figures(episodes, summary, several_agents, table_alphas).items():
+        images[name] = (caption, _png(fig, out / name, note))
+    if "deltas.png" not in images:
+        (out / "deltas.png").unlink(missing_ok=True)
+    page = out / "report.html"
+    page.write_text(_page(evaluation, summary, images, missing), encoding="utf-8")
+    return page
