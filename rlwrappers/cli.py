@@ -1,7 +1,9 @@
-"""The ``rlwrappers`` command line.
+"""The ``rlwrappers`` command line: ``demo``, ``evaluate``, ``report`` and ``list``.
 
-``rlwrappers list`` prints the registered perturbed env IDs, the perturbations with their parameters, and the
-schedules; ``rlwrappers list ids`` (or ``perturbations``, ``schedules``) prints one of those parts.
+``rlwrappers demo`` evaluates a zoo agent under seed 002's six kinds of uncertainty and writes a report;
+``rlwrappers evaluate`` does the same for any agent, env and shifts; ``rlwrappers report RUN_DIR`` turns a
+run directory into tables, plots and one HTML page; ``rlwrappers list`` prints the perturbed env IDs, the
+perturbations, the schedules and the zoo agents. ``rlwrappers COMMAND --help`` explains each.
 """
 
 from __future__ import annotations
@@ -9,17 +11,41 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
+from typing import Any
 
 import gymnasium as gym
 
 from rlwrappers import schedule
 from rlwrappers.core import perturbations
+from rlwrappers.error import Error
 from rlwrappers.registration import NAMESPACE, catalogue
 
 __all__ = ["main"]
 
-_PARTS = ("ids", "perturbations", "schedules")
+_PARTS = ("ids", "perturbations", "schedules", "agents")
+
+#: What ``rlwrappers demo`` runs.
+DEMO_AGENT = "ppo-CartPole-v1"
+DEMO_ENV = "CartPole-v1"
+DEMO_EPISODES = 10
+DEMO_SEEDS = 10
+DEMO_OUT = "rlwrappers-demo"
+#: Seed 002's six kinds of uncertainty, each strong enough to move this agent (the zoo trains at weaker levels).
+DEMO_SHIFTS = {
+    "obs_noise": "obs_noise(std=0.1)",
+    "action_noise": "action_noise(p=0.3)",
+    "reward_noise": "reward_noise(std=1.0)",
+    "init_noise": "init_noise(std=0.15)",
+    "dynamics": "dynamics_shift(scales={'length': 1.5}, when=prob(p=0.5))",
+    "param_noise": "param_noise(std=0.3)",
+}
+
+TRUST = (
+    "Agent files: a zoo name loads weights that run no code. An SB3 .zip is unpickled, which runs code stored "
+    "in the file: evaluate only zips you trust."
+)
 
 
 def _list(parts: Sequence[str]) -> None:
@@ -47,24 +73,166 @@ def _list(parts: Sequence[str]) -> None:
         for name in schedule.names():
             cls = schedule._SCHEDULES[name]
             print(f"  {name}: {(cls.__doc__ or '').strip().splitlines()[0]}")
+    if "agents" in parts:
+        from rlwrappers import zoo
+
+        print("Zoo agents (`--agent NAME` or NAME@SEED; rw.zoo.load(NAME, seed=SEED)):")
+        for name, card in zoo.cards().items():
+            seeds = ",".join(sorted(card["seeds"], key=int))
+            clean = [entry["returns"]["clean"]["mean"] for entry in card["seeds"].values()]
+            trained = card["trained_under"] or "clean env"
+            print(f"  {name:<32} seeds {seeds:<6} trained on {trained}; clean return {sum(clean) / len(clean):.1f}")
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    import rlwrappers as rw
+    from rlwrappers.report import format_table, write_report
+
+    seeds: int | list[int] = args.seed_list if args.seed_list else args.seeds
+    result = rw.evaluate(
+        args.agent,
+        args.env,
+        args.shift,
+        episodes=args.episodes,
+        seeds=seeds,
+        out=args.out,
+        when=args.when,
+        deterministic=not args.stochastic,
+        lives_as_episodes=args.lives_as_episodes,
+        backend=args.backend,
+        workers=args.workers,
+        progress=not args.quiet,
+    )
+    print(format_table(result.summary()))
+    if not args.no_report:
+        print(f"Report: {write_report(result).resolve()}")
+    print(f"Logs: {result.path.resolve()}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    print(
+        f"Evaluating the zoo agent {DEMO_AGENT} on {DEMO_ENV} clean and under seed 002's six kinds of uncertainty,\n"
+        f"{DEMO_SEEDS} seeds x {DEMO_EPISODES} episodes each, paired with same-seed clean runs."
+    )
+    args.agent, args.env = DEMO_AGENT, DEMO_ENV
+    args.shift = dict(DEMO_SHIFTS)
+    args.episodes, args.seeds, args.seed_list = DEMO_EPISODES, DEMO_SEEDS, None
+    args.when, args.stochastic, args.lives_as_episodes, args.backend = None, False, False, "local"
+    args.no_report = False
+    return _evaluate(args)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from rlwrappers.evaluation import open_evaluation
+    from rlwrappers.report import format_table, write_report
+
+    evaluation = open_evaluation(args.run_dir)
+    print(format_table(evaluation.summary()))
+    print(f"Report: {write_report(evaluation, args.out).resolve()}")
+    return 0
+
+
+def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The parser, and the one of ``list`` (which checks its parts itself)."""
+    parser = argparse.ArgumentParser(
+        prog="rlwrappers",
+        description="Stress-test RL agents: run them under perturbations over many seeds, then report.",
+        epilog="Start with `rlwrappers demo`; `rlwrappers COMMAND --help` explains each command.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    raw = argparse.RawDescriptionHelpFormatter
+
+    demo = commands.add_parser(
+        "demo",
+        help="evaluate a zoo agent under six kinds of uncertainty and write a report (a few minutes)",
+        description=textwrap.dedent(
+            f"""\
+            Loads the zoo agent {DEMO_AGENT}, evaluates it on {DEMO_ENV} under observation, action, reward,
+            initial-state, dynamics and parameter noise ({DEMO_SEEDS} seeds x {DEMO_EPISODES} episodes each, every
+            run paired with a same-seed clean run), prints mean, median, MAD, IQR and LCB per shift, and writes
+            the logs, plots and an HTML report into one folder. Run it again to reuse the finished runs."""
+        ),
+        formatter_class=raw,
+    )
+    demo.add_argument("--out", default=DEMO_OUT, help=f"the run directory (default: ./{DEMO_OUT})")
+    demo.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU cores)")
+    demo.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="run an agent under shifts over many seeds, with same-seed counterfactuals",
+        description=textwrap.dedent(
+            """\
+            Runs the agent on the env under each --shift and without any (the "baseline" counterfactual), over
+            the seeds, --episodes episodes per run. Episode i of seed s is reset with a seed derived from (s, i)
+            in both arms, so the two arms differ only by the shift. Each run writes a log under --out, with an
+            index; run the same command again to resume an interrupted sweep.
+
+            example:
+              rlwrappers evaluate --env CartPole-v1 --agent ppo-CartPole-v1 \\
+                  --shift "obs_noise(std=0.1)" --shift "action_noise(p=0.2)" --episodes 20 --seeds 5 --out runs/cp
+
+            """
+        )
+        + TRUST,
+        formatter_class=raw,
+    )
+    evaluate.add_argument("--env", required=True, help="a Gymnasium ID, e.g. CartPole-v1")
+    evaluate.add_argument("--agent", required=True, help="a zoo name (NAME or NAME@SEED) or the path of an SB3 .zip")
+    evaluate.add_argument(
+        "--shift",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a perturbation spec, e.g. 'obs_noise(std=0.1)' (repeat for more; `rlwrappers list perturbations`)",
+    )
+    evaluate.add_argument("--episodes", type=int, default=10, help="episodes per run (default: 10)")
+    evaluate.add_argument("--seeds", type=int, default=5, help="number of run seeds, 0..N-1 (default: 5)")
+    evaluate.add_argument("--seed-list", type=int, nargs="+", metavar="SEED", help="explicit run seeds instead")
+    evaluate.add_argument("--out", required=True, help="the run directory")
+    evaluate.add_argument("--when", help="schedule of shifts that set none, e.g. 'starting(episode=5)'")
+    evaluate.add_argument("--stochastic", action="store_true", help="sample actions (seeded per episode)")
+    evaluate.add_argument("--lives-as-episodes", action="store_true", help="Atari: one life is one episode")
+    evaluate.add_argument("--backend", choices=("local", "ray"), default="local", help="where runs go (default: local)")
+    evaluate.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU cores)")
+    evaluate.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    evaluate.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    report = commands.add_parser(
+        "report",
+        help="tables, PNG plots and one self-contained HTML page from a run directory",
+        description="Reads RUN_DIR (written by `evaluate` or `demo`) and writes summary.csv, PNG plots (LCB versus "
+        "alpha, Pareto front, return distributions, paired changes) and report.html. A sweep with unfinished "
+        "runs is reported as PARTIAL.",
+    )
+    report.add_argument("run_dir", metavar="RUN_DIR")
+    report.add_argument("--out", help="where to write (default: RUN_DIR/report)")
+
+    listing = commands.add_parser("list", help="list perturbed env IDs, perturbations, schedules and zoo agents")
+    listing.add_argument("parts", nargs="*", metavar="PART", help=f"what to list: {', '.join(_PARTS)} (default: all)")
+    return parser, listing
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="rlwrappers", description="Stress-test RL agents with perturbations.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    listing = commands.add_parser("list", help="list registered perturbed env IDs, perturbations and schedules")
-    listing.add_argument("parts", nargs="*", metavar="PART", help=f"what to list: {', '.join(_PARTS)} (default: all)")
+    parser, listing = _parser()
     args = parser.parse_args(argv)
+    handlers: dict[str, Any] = {"demo": _demo, "evaluate": _evaluate, "report": _report}
     try:
         if args.command == "list":
             unknown = [p for p in args.parts if p not in _PARTS]
             if unknown:
                 listing.error(f"unknown part {unknown[0]!r}; choose from {', '.join(_PARTS)}")
             _list(args.parts or _PARTS)
+            return 0
+        return int(handlers[args.command](args))
+    except Error as exc:  # the library's own errors are messages for the user, not crashes
+        print(f"rlwrappers {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # the reader stopped early (`rlwrappers list | head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
+        return 0
 
 
 if __name__ == "__main__":

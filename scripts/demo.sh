@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sets up .venv, then runs the end-to-end example: wrap, run, record, load, summarize.
+# Sets up .venv, then runs `rlwrappers demo`: a zoo agent under six kinds of uncertainty, with a report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh "classic"
-.venv/bin/python examples/quickstart.py "$@"
+bash scripts/setup.sh "classic,sb3,report"
+.venv/bin/rlwrappers demo "$@"

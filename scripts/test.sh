@@ -2,9 +2,9 @@
 # Sets up .venv with the test extras, then runs the linter, the type checker and the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh "classic,atari,mujoco,sb3,zoo,docs,test"
-.venv/bin/ruff check rlwrappers envs tests benchmarks examples
-.venv/bin/ruff format --check rlwrappers envs tests benchmarks examples
+bash scripts/setup.sh "classic,atari,mujoco,sb3,zoo,report,ray,docs,test"
+.venv/bin/ruff check rlwrappers envs tests benchmarks examples scripts
+.venv/bin/ruff format --check rlwrappers envs tests benchmarks examples scripts
 .venv/bin/mypy
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 .venv/bin/python -m pytest -n 2 -q "$@"

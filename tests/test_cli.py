@@ -124,3 +124,67 @@ def test_main_bad_part_raises_system_exit_2(capsys):
         cli.main(["list", "perturbations", "nope"])
     assert excinfo.value.code == 2
     assert "unknown part 'nope'" in capsys.readouterr().err
+
+
+def test_list_agents_prints_the_zoo():
+    result = run("list", "agents")
+    assert result.returncode == 0, result.stderr
+    for name in rw.zoo.names():
+        assert f"  {name} " in result.stdout
+    assert "seeds 0,1,2" in result.stdout
+
+
+@pytest.mark.slow
+def test_evaluate_then_report_from_the_command_line(tmp_path):
+    out = tmp_path / "run"
+    args = ["evaluate", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1@1", "--shift", "action_noise(p=0.3)"]
+    result = run(*args, "--episodes", "2", "--seeds", "2", "--out", str(out), "--quiet", "--workers", "2")
+    assert result.returncode == 0, result.stderr
+    assert "action_noise(p=0.3)" in result.stdout and "baseline" in result.stdout
+    assert (out / "report" / "report.html").exists()
+    evaluation = rw.open_evaluation(out)
+    assert evaluation.complete and len(evaluation.index) == 4
+    assert evaluation.request["agent_sources"] == {"ppo-CartPole-v1@1": "ppo-CartPole-v1@1"}
+
+    report = run("report", str(out), "--out", str(tmp_path / "elsewhere"))
+    assert report.returncode == 0, report.stderr
+    assert (tmp_path / "elsewhere" / "report.html").exists()
+    assert str(tmp_path / "elsewhere" / "report.html") in report.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["evaluate", "--env", "CartPole-v1", "--agent", "ppo-CartPol-v1"], "Did you mean `ppo-CartPole-v1`?"),
+        (["evaluate", "--env", "Pendulum-v1", "--agent", "ppo-CartPole-v1"], "does not match"),
+        (["evaluate", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1", "--shift", "obs_noise(std=-1)"], "`std`"),
+        (["evaluate", "--env", "CartPole-v1", "--agent", "nowhere/agent.zip"], "does not exist"),
+        (["report", "."], "no rlwrappers evaluation"),
+    ],
+)
+def test_bad_input_exits_with_2_and_one_line(tmp_path, args, message):
+    if args[0] == "evaluate":
+        args = [*args, "--out", str(tmp_path / "run"), "--quiet"]
+    result = subprocess.run([*COMMANDS["script"], *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "run" / "index.json").exists()
+
+
+@pytest.mark.slow
+def test_the_demo_runs_from_a_clean_folder_and_writes_the_report(tmp_path):
+    result = subprocess.run(
+        [*COMMANDS["script"], "demo", "--quiet"], capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "rlwrappers-demo"
+    assert f"Report: {out / 'report' / 'report.html'}" in result.stdout
+    evaluation = rw.open_evaluation(out)
+    assert evaluation.complete
+    assert set(evaluation.index["shift"]) == {"baseline", *cli.DEMO_SHIFTS}
+    assert evaluation.request["shifts"]["obs_noise"][0]["std"] == 0.1
+    for name in ("lcb.png", "pareto.png", "returns.png", "deltas.png", "summary.csv"):
+        assert (out / "report" / name).stat().st_size > 1000 or name == "summary.csv"
+    for kind in cli.DEMO_SHIFTS:
+        assert f"\n{kind} " in result.stdout  # a row of the table
