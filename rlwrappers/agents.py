@@ -174,8 +174,9 @@ class SB3Agent(Agent):
         model: an SB3 algorithm or its ``policy``.
         deterministic: act greedily (SB3's ``deterministic=True``).
         epsilon: DQN's exploration rate when not deterministic (default: the model's ``exploration_rate``).
-        observation_space: the env's observation space when it is the channel-last layout of the policy's
-            channel-first image space (as with SB3's ``VecTransposeImage``); observations are transposed.
+        observation_space: the env's observation space. When it is the channel-last layout of the policy's
+            channel-first image space (as with SB3's ``VecTransposeImage``), observations are transposed; a
+            space of the policy's shape is accepted whatever its bounds (noise may widen them).
 
     Example:
         >>> import gymnasium as gym
@@ -238,7 +239,7 @@ class SB3Agent(Agent):
         self.action_space = action_space
         self.observation_space = policy.observation_space
         self._transpose = False
-        if observation_space is not None and observation_space != policy.observation_space:
+        if observation_space is not None and observation_space.shape != policy.observation_space.shape:
             self._transpose = _is_channel_last_of(observation_space, policy.observation_space)
             if not self._transpose:
                 raise IncompatibleSpace(

@@ -488,10 +488,9 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         result = self.env.step(action)
         t = self._t = self._t + 1
         if t >= self._next_change:
-            self._decide(t)
+            records = self._decide(t)
             if self._any:
                 obs, reward, terminated, truncated, info = result
-                records: dict[str, Record] = {}
                 obs = self._perturb_observation(obs, records)
                 if records:
                     _report(info, records)
@@ -519,7 +518,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
                 records[self.labels[i]] = {"active": True, **record}
         t = self._t = self._t + 1
         if t >= self._next_change:
-            self._decide(t)
+            records.update(self._decide(t))
         obs = self._perturb_observation(obs, records)
         if records:
             _report(info, records)
@@ -535,19 +534,26 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
                     records[self.labels[i]] = {"active": True, **record}
         return obs
 
-    def _decide(self, t: int) -> None:
-        """Asks the varying schedules for time ``t``; switches dynamics changes on and off as they say."""
+    def _decide(self, t: int) -> dict[str, Record]:
+        """Asks the varying schedules for time ``t``; switches held changes on and off as they say.
+
+        Returns the records of the changes switched on (parameter noise reports its size).
+        """
         on = self._on
+        records: dict[str, Record] = {}
         for i, plan in self._varying:
             now = plan.active(t)
             if now != on[i] and i in self._switched:
                 if now:
-                    self.perturbations[i].activate(self.env, self._rng(i))
+                    record = self.perturbations[i].activate(self.env, self._rng(i))
+                    if record:
+                        records[self.labels[i]] = {"active": True, **record}
                 else:
                     self.perturbations[i].deactivate(self.env)
             on[i] = now
         self._any = any(on)
         self._next_change = min(plan.next_change(t) for _, plan in self._varying)
+        return records
 
     def close(self) -> None:
         """Undoes active dynamics changes, then closes the env."""

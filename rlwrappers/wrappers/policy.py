@@ -113,8 +113,9 @@ class ParameterNoisePerturbation(Perturbation):
 
     Every tensor that decides the agent's actions (:meth:`rlwrappers.agents.Agent.parameters`: critics and
     value heads are left out) gets independent N(0, std^2) noise when the schedule switches the perturbation
-    on; the weights are restored bit for bit when it switches off, at every reset and at ``close``. The
-    episode log records the noise's L2 norm over all tensors.
+    on; the weights are restored bit for bit when it switches off, at every reset and at ``close``. The log
+    records the noise's L2 norm over all tensors: in the episode row when the noise starts at reset, in the
+    step row of the step after which it starts otherwise.
 
     Args:
         std: the noise's standard deviation, in the weights' units.
@@ -122,6 +123,7 @@ class ParameterNoisePerturbation(Perturbation):
 
     name = "param_noise"
     channel = "policy"
+    step_fields = {"norm": "float64"}
     reset_fields = {"norm": "float64"}
 
     std: float = 0.01
@@ -169,7 +171,7 @@ class ParameterNoise(SingleLayer):
         >>> env = rw.ParameterNoise(env, std=0.05, agent=agent)
         >>> _, info = env.reset(seed=0)
         >>> round(info["rlwrappers"]["param_noise"]["norm"], 3)
-        0.153
+        0.204
     """
 
     def __init__(
