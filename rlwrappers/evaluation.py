@@ -552,14 +552,13 @@ class Evaluation:
         ``baseline_return``, the return of the same episode in the counterfactual run.
         """
         pd = require("pandas", purpose="reading evaluations")
-        from rlwrappers.record import load
+        from rlwrappers.record import load_episodes
 
         frames = []
         for row in self.index.itertuples():
             if row.status != "complete":
                 continue
-            log = load(self.path / row.path)
-            e = log.episodes[["episode", "seed", "return", "length", "complete"]].copy()
+            e = load_episodes(self.path / row.path)[["episode", "seed", "return", "length", "complete"]]
             e.insert(0, "agent", row.agent)
             e.insert(1, "shift", row.shift)
             e.insert(2, "run_seed", row.seed)

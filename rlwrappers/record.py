@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "Log", "Recorder", "load"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "Log", "Recorder", "load", "load_episodes"]
 
 FORMAT: Final = "rlwrappers-log"
 FORMAT_VERSION: Final = 1
@@ -456,23 +456,39 @@ def load(path: str | os.PathLike[str]) -> Log:
     Raises:
         LogError: ``path`` holds no rlwrappers log.
     """
-    pd = require("pandas", purpose="reading logs")
-    pq = require("pyarrow.parquet", purpose="reading logs")
     root = Path(path)
-    meta_path = root / META
-    if not meta_path.exists():
-        raise LogError(f"no rlwrappers log at {str(root)!r}: {META} is missing")
-    meta = json.loads(meta_path.read_text())
-    if meta.get("format") != FORMAT:
-        raise LogError(f"{str(meta_path)!r} is not an rlwrappers log header (format {meta.get('format')!r})")
-    pa = require("pyarrow")
-    nullable = {pa.int64(): pd.Int64Dtype(), pa.uint64(): pd.UInt64Dtype(), pa.bool_(): pd.BooleanDtype()}.get
-    if (root / "steps.parquet").exists():
-        tables = {name: pq.read_table(root / f"{name}.parquet") for name in TABLES}
-    else:
-        empty = dict(zip(TABLES, (schema.empty_table() for schema in _schemas(pa, meta)), strict=True))
-        tables = _tables(root) or empty
-    frames = {name: table.to_pandas(types_mapper=nullable) for name, table in tables.items()}
+    meta = _read_meta(root)
+    frames = _frames(root, meta, TABLES)
     if "seeds" not in meta and "seed" in frames["episodes"]:
         meta["seeds"] = [int(s) for s in frames["episodes"]["seed"].dropna()]
     return Log(frames["steps"], frames["episodes"], meta, root)
+
+
+def load_episodes(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The ``episodes`` table of a log alone: what return metrics need, without reading the steps."""
+    root = Path(path)
+    return _frames(root, _read_meta(root), ("episodes",))["episodes"]
+
+
+def _read_meta(root: Path) -> dict[str, Any]:
+    meta_path = root / META
+    if not meta_path.exists():
+        raise LogError(f"no rlwrappers log at {str(root)!r}: {META} is missing")
+    meta: dict[str, Any] = json.loads(meta_path.read_text())
+    if meta.get("format") != FORMAT:
+        raise LogError(f"{str(meta_path)!r} is not an rlwrappers log header (format {meta.get('format')!r})")
+    return meta
+
+
+def _frames(root: Path, meta: dict[str, Any], names: tuple[str, ...]) -> dict[str, pd.DataFrame]:
+    """The tables ``names`` of a log as DataFrames, from its Parquet files or, unfinished, its stream."""
+    pd = require("pandas", purpose="reading logs")
+    pq = require("pyarrow.parquet", purpose="reading logs")
+    pa = require("pyarrow")
+    nullable = {pa.int64(): pd.Int64Dtype(), pa.uint64(): pd.UInt64Dtype(), pa.bool_(): pd.BooleanDtype()}.get
+    if (root / "steps.parquet").exists():
+        tables = {name: pq.read_table(root / f"{name}.parquet") for name in names}
+    else:
+        empty = dict(zip(TABLES, (schema.empty_table() for schema in _schemas(pa, meta)), strict=True))
+        tables = _tables(root) or empty
+    return {name: tables[name].to_pandas(types_mapper=nullable) for name in names}

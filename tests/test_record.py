@@ -113,6 +113,16 @@ def test_close_writes_meta_and_parquet_tables(tmp_path):
     assert len(log.steps) == log.episodes["length"].sum()
 
 
+def test_load_episodes_reads_the_episodes_table_alone_finished_or_not(tmp_path):
+    env = rw.Recorder(rw.wrap(gym.make("CartPole-v1"), "obs_noise(std=0.1)"), tmp_path / "run")
+    _run(env, [0, 1], 20, _discrete())
+    pd.testing.assert_frame_equal(record.load_episodes(tmp_path / "run"), rw.load(tmp_path / "run").episodes)
+    env.close()
+    pd.testing.assert_frame_equal(record.load_episodes(tmp_path / "run"), rw.load(tmp_path / "run").episodes)
+    with pytest.raises(LogError, match="missing"):
+        record.load_episodes(tmp_path)
+
+
 def test_header_describes_the_run_and_rebuilds_the_stack(tmp_path):
     base = gym.make("CartPole-v1")
     inner = rw.wrap(
