@@ -147,10 +147,18 @@ def _sample_categorical(probs: NDArray[np.floating[Any]], rng: np.random.Generat
     return np.minimum((cdf <= u).sum(axis=-1), probs.shape[-1] - 1).astype(np.int64)
 
 
-def _epsilon_greedy(greedy: NDArray[np.int64], n: int, epsilon: float, rng: np.random.Generator) -> NDArray[np.int64]:
-    explore = rng.random(greedy.shape) < epsilon
-    random = rng.integers(0, n, size=greedy.shape)
-    return np.where(explore, random, greedy)
+def _choose(
+    scores: NDArray[np.floating[Any]], deterministic: bool, epsilon: float | None, rng: np.random.Generator | None
+) -> NDArray[np.int64]:
+    """Discrete actions from scores: greedy, epsilon-greedy (``epsilon`` set) or sampled from softmax(scores)."""
+    greedy = scores.argmax(axis=-1)
+    if deterministic:
+        return greedy
+    assert rng is not None, "Agent.act checks that stochastic agents get a generator"
+    if epsilon is not None:
+        explore = rng.random(greedy.shape) < epsilon
+        return np.where(explore, rng.integers(0, scores.shape[-1], size=greedy.shape), greedy)
+    return _sample_categorical(_softmax(scores), rng)
 
 
 def _check_epsilon(epsilon: float | None) -> None:
@@ -199,10 +207,7 @@ class SB3Agent(Agent):
     ):
         require("stable_baselines3", purpose="SB3 agents")
         from stable_baselines3.common.base_class import BaseAlgorithm
-        from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
-        from stable_baselines3.dqn.policies import DQNPolicy
-        from stable_baselines3.sac.policies import SACPolicy
-        from stable_baselines3.td3.policies import TD3Policy
+        from stable_baselines3.common.policies import BasePolicy
 
         policy = model.policy if isinstance(model, BaseAlgorithm) else model
         if not isinstance(policy, BasePolicy):
@@ -210,24 +215,17 @@ class SB3Agent(Agent):
         if not isinstance(deterministic, bool):
             raise InvalidType(f"`deterministic` must be a bool, received {deterministic!r}")
         _check_epsilon(epsilon)
-        if isinstance(policy, ActorCriticPolicy):
-            kind = "actor_critic"
-            if policy.use_sde:
-                raise InvalidArgument("`model` uses gSDE exploration, which SB3Agent does not support")
-        elif isinstance(policy, DQNPolicy):
-            kind = "dqn"
-            if epsilon is None and not deterministic:
-                if not isinstance(model, BaseAlgorithm):
-                    raise InvalidArgument("`epsilon` is required for a stochastic DQN policy given without its model")
-                epsilon = float(model.exploration_rate)  # type: ignore[attr-defined]
-        elif isinstance(policy, SACPolicy):
-            kind = "sac"
-        elif isinstance(policy, TD3Policy):
-            kind = "td3"
-            if not deterministic:
-                raise InvalidArgument("`deterministic` must be True for TD3: its policy has no action distribution")
-        else:
-            raise InvalidType(f"`model` has an unsupported policy class {type(policy).__name__}")
+        kind = _sb3_kind(policy)
+        if epsilon is not None and kind != "dqn":
+            raise InvalidArgument(f"`epsilon` applies to DQN policies only, received {epsilon!r}")
+        if kind == "actor_critic" and policy.use_sde:
+            raise InvalidArgument("`model` uses gSDE exploration, which SB3Agent does not support")
+        if kind == "td3" and not deterministic:
+            raise InvalidArgument("`deterministic` must be True for TD3: its policy has no action distribution")
+        if kind == "dqn" and epsilon is None and not deterministic:
+            if not isinstance(model, BaseAlgorithm):
+                raise InvalidArgument("`epsilon` is required for a stochastic DQN policy given without its model")
+            epsilon = float(model.exploration_rate)  # type: ignore[attr-defined]
         action_space = policy.action_space
         if not isinstance(action_space, (gym.spaces.Discrete, gym.spaces.Box)):
             raise IncompatibleSpace(f"SB3Agent supports Discrete and Box actions, the model has {action_space}")
@@ -303,15 +301,7 @@ class SB3Agent(Agent):
                 noise = rng.standard_normal(action.shape).astype(np.float32)
                 action = action + np.exp(out.log_std.detach().numpy()) * noise
             return np.clip(action, self._low, self._high)
-        scores = out.scores.numpy()
-        greedy = scores.argmax(axis=-1)
-        if self.deterministic:
-            return greedy
-        assert rng is not None
-        if self.kind == "dqn":
-            assert self.epsilon is not None
-            return _epsilon_greedy(greedy, scores.shape[-1], self.epsilon, rng)
-        return _sample_categorical(_softmax(scores), rng)
+        return _choose(out.scores.numpy(), self.deterministic, self.epsilon, rng)
 
     def parameters(self) -> dict[str, torch.Tensor]:
         """The policy's parameters that decide actions: critics, value heads and target networks are left out."""
@@ -321,6 +311,20 @@ class SB3Agent(Agent):
         if self.kind == "dqn":
             return {f"q_net.{n}": p for n, p in self.policy.q_net.named_parameters()}
         return {f"actor.{n}": p for n, p in self.policy.actor.named_parameters()}
+
+
+def _sb3_kind(policy: Any) -> str:
+    """Which family an SB3 policy belongs to: how it acts and what its outputs are."""
+    from stable_baselines3.common.policies import ActorCriticPolicy
+    from stable_baselines3.dqn.policies import DQNPolicy
+    from stable_baselines3.sac.policies import SACPolicy
+    from stable_baselines3.td3.policies import TD3Policy
+
+    kinds = {ActorCriticPolicy: "actor_critic", DQNPolicy: "dqn", SACPolicy: "sac", TD3Policy: "td3"}
+    for cls, kind in kinds.items():
+        if isinstance(policy, cls):
+            return kind
+    raise InvalidType(f"`model` has an unsupported policy class {type(policy).__name__}")
 
 
 def _softmax(scores: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
@@ -394,6 +398,8 @@ class TorchAgent(Agent):
         _check_epsilon(epsilon)
         if not deterministic and head == "action":
             raise InvalidArgument("`deterministic` must be True for head 'action': it has no action distribution")
+        if epsilon is not None and head != "q_values":
+            raise InvalidArgument(f"`epsilon` applies to head 'q_values' only, received {epsilon!r} for {head!r}")
         if not deterministic and head == "q_values" and epsilon is None:
             raise InvalidArgument("`epsilon` is required for a stochastic 'q_values' agent, received None")
         self.module = module
@@ -419,15 +425,7 @@ class TorchAgent(Agent):
             out = self.outputs(self.tensor(obs))
         if out.action is not None:
             return np.clip(out.action.numpy(), self._low, self._high)
-        scores = out.scores.numpy()
-        greedy = scores.argmax(axis=-1)
-        if self.deterministic:
-            return greedy
-        assert rng is not None
-        if self.head == "q_values":
-            assert self.epsilon is not None
-            return _epsilon_greedy(greedy, scores.shape[-1], self.epsilon, rng)
-        return _sample_categorical(_softmax(scores), rng)
+        return _choose(out.scores.numpy(), self.deterministic, self.epsilon, rng)
 
     def parameters(self) -> dict[str, torch.Tensor]:
         """Every parameter of the module."""

@@ -747,3 +747,11 @@ def test_adapt_accepts_zoo_agent(cartpole: gym.Env[Any, Any]) -> None:
     agent = zoo.load(ZOO_AGENT)
     assert agents.adapt(agent) is agent
     agents.check_compatible(agent, cartpole)
+
+
+def test_epsilon_only_where_it_applies() -> None:
+    with pytest.raises(InvalidArgument, match="DQN policies only"):
+        SB3Agent(_model("PPO", "CartPole-v1"), epsilon=0.1)
+    env = gym.make("CartPole-v1")
+    with pytest.raises(InvalidArgument, match="'q_values' only"):
+        TorchAgent(torch.nn.Linear(4, 2), env.observation_space, env.action_space, head="logits", epsilon=0.1)
