@@ -128,6 +128,9 @@ def _report(args: argparse.Namespace) -> int:
     from rlwrappers.report import format_table, write_report
 
     evaluation = open_evaluation(args.run_dir)
+    if not evaluation.complete:
+        missing = int((evaluation.index["status"] != "complete").sum())
+        print(f"PARTIAL: {missing} of {len(evaluation.index)} runs have not finished; the numbers leave them out.")
     print(format_table(evaluation.summary()))
     print(f"Report: {write_report(evaluation, args.out).resolve()}")
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -150,6 +151,14 @@ def test_evaluate_then_report_from_the_command_line(tmp_path):
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "elsewhere" / "report.html").exists()
     assert str(tmp_path / "elsewhere" / "report.html") in report.stdout
+    assert "PARTIAL" not in report.stdout
+
+    index = json.loads((out / "index.json").read_text())
+    index["runs"][-1]["status"] = "pending"  # as an interrupted sweep leaves it
+    (out / "index.json").write_text(json.dumps(index))
+    partial = run("report", str(out))
+    assert partial.returncode == 0, partial.stderr
+    assert partial.stdout.startswith("PARTIAL: 1 of 4 runs have not finished")
 
 
 @pytest.mark.parametrize(
