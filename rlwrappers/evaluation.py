@@ -46,7 +46,16 @@ from rlwrappers.schedule import Schedule
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["BASELINE", "Evaluation", "LivesAsEpisodes", "RunSpec", "episode_seed", "evaluate", "open_evaluation"]
+__all__ = [
+    "BASELINE",
+    "Evaluation",
+    "LivesAsEpisodes",
+    "RunSpec",
+    "episode_seed",
+    "evaluate",
+    "open_evaluation",
+    "summarize",
+]
 
 #: The name of the counterfactual arm: the same seeds, no shift.
 BASELINE: Final = "baseline"
@@ -206,15 +215,19 @@ def _resolve(agent: Any, settings: _Settings, env: gym.Env[Any, Any]) -> agents_
     return agents_module.adapt(agent, env.observation_space, env.action_space)
 
 
-def _make_env(settings: _Settings, shift: str, wrappers: Sequence[Callable[..., Any]]) -> gym.Env[Any, Any]:
+def _make_env(
+    settings: _Settings, shift: str, wrappers: Sequence[Callable[..., Any]]
+) -> tuple[gym.Env[Any, Any], LivesAsEpisodes | None]:
+    """The env of one arm, and its :class:`LivesAsEpisodes` layer when lives count as episodes."""
     env = gym.make(settings.env_id, **settings.env_kwargs)
     for wrapper in wrappers:
         env = wrapper(env)
+    lives = None
     if settings.lives_as_episodes:
-        env = LivesAsEpisodes(env)
+        env = lives = LivesAsEpisodes(env)
     if shift != BASELINE:
         env = wrap(env, *settings.shifts[shift])
-    return env
+    return env, lives
 
 
 def run(
@@ -224,14 +237,13 @@ def run(
     from rlwrappers.record import Recorder
 
     start = time.time()
-    env = _make_env(settings, spec.shift, wrappers)
+    env, lives = _make_env(settings, spec.shift, wrappers)
     actor = _resolve(agent, settings, env)
     agents_module.check_compatible(actor, env)
     path = Path(root) / spec.path
     metadata = {"agent": spec.agent, "shift": spec.shift, "run_seed": spec.seed, "agent_detail": str(actor)}
     recorder = Recorder(env, path, overwrite=True, metadata=metadata)
     attach(recorder, actor)
-    lives = _find(recorder, LivesAsEpisodes)
     returns = []
     try:
         game = 0
@@ -257,15 +269,6 @@ def run(
         "mean_return": float(np.mean(returns)),
         "seconds": round(time.time() - start, 3),
     }
-
-
-def _find(env: gym.Env[Any, Any], kind: type) -> Any:
-    current: Any = env
-    while isinstance(current, gym.Wrapper):
-        if isinstance(current, kind):
-            return current
-        current = current.env
-    return None
 
 
 # -- sweeps ----------------------------------------------------------------------------------------------
@@ -445,12 +448,12 @@ def evaluate(
         for shift in (BASELINE, *settings.shifts)
         for seed in run_seeds
     ]
+    previous = _read_index(root)
     index: dict[str, dict[str, Any]] = {}
     todo = []
     for spec in specs:
         if _complete(root, spec, settings.episodes):
-            previous = _read_index(root).get(spec.path)
-            index[spec.path] = previous or {**asdict(spec), "status": "complete"}
+            index[spec.path] = previous.get(spec.path) or {**asdict(spec), "status": "complete"}
         else:
             index[spec.path] = {**asdict(spec), "status": "pending"}
             todo.append(spec)
@@ -469,16 +472,14 @@ def evaluate(
 
 
 def _check_applies(agents: Mapping[str, Any], settings: _Settings, wrappers: Sequence[Callable[..., Any]]) -> None:
-    """Builds each shifted env and adapts each agent once, so bad specs and agents fail before any run."""
+    """Builds each arm's env and fits each agent to it, so bad specs and agents fail before any run."""
     for shift in (BASELINE, *settings.shifts):
-        env = _make_env(settings, shift, wrappers)
-        env.close()
-    env = _make_env(settings, BASELINE, wrappers)
-    try:
-        for a in agents.values():
-            agents_module.check_compatible(_resolve(a, settings, env), env)
-    finally:
-        env.close()
+        env, _ = _make_env(settings, shift, wrappers)
+        try:
+            for a in agents.values():
+                agents_module.check_compatible(_resolve(a, settings, env), env)
+        finally:
+            env.close()
 
 
 def _claim(root: Path, request: dict[str, Any]) -> None:
@@ -579,14 +580,18 @@ class Evaluation:
         Columns: episodes, mean, median, MAD, IQR, std, LCB(alpha) per alpha, and ``delta``, the mean over
         episodes of the return minus the same episode's return in the counterfactual run.
         """
-        from rlwrappers.metrics.logs import reproducibility_table
+        return summarize(self.episodes(), alphas)
 
-        table = self.episodes()
-        groups = {key: g for key, g in table.groupby(["agent", "shift"], sort=False)}
-        summary = reproducibility_table({k: g["return"].to_numpy() for k, g in groups.items()}, alphas)
-        summary.index = summary.index.set_names(["agent", "shift"]) if summary.index.nlevels == 2 else summary.index
-        summary["delta"] = [float((g["return"] - g["baseline_return"]).mean()) for g in groups.values()]
-        return summary
+
+def summarize(episodes: pd.DataFrame, alphas: Sequence[float] = (0.5, 1.0, 2.0)) -> pd.DataFrame:
+    """:meth:`Evaluation.summary` of a table that :meth:`Evaluation.episodes` returned."""
+    from rlwrappers.metrics.logs import reproducibility_table
+
+    groups = dict(list(episodes.groupby(["agent", "shift"], sort=False)))
+    summary = reproducibility_table({k: g["return"].to_numpy() for k, g in groups.items()}, alphas)
+    summary.index = summary.index.set_names(["agent", "shift"])
+    summary["delta"] = [float((g["return"] - g["baseline_return"]).mean()) for g in groups.values()]
+    return summary
 
 
 def open_evaluation(path: str | os.PathLike[str]) -> Evaluation:

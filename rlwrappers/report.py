@@ -29,7 +29,8 @@ from numpy.typing import NDArray
 from rlwrappers import plots
 from rlwrappers._version import __version__
 from rlwrappers.error import InvalidArgument, InvalidType, LogError
-from rlwrappers.evaluation import BASELINE, Evaluation, open_evaluation
+from rlwrappers.evaluation import BASELINE, Evaluation, open_evaluation, summarize
+from rlwrappers.spec import format_call
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -170,8 +171,7 @@ def _table_alphas(alphas: Sequence[float] | None) -> list[float]:
 
 def _spec_text(entry: Mapping[str, Any]) -> str:
     """A stored perturbation dict as ``name(key=value, ...)``, every parameter written out."""
-    params = ", ".join(f"{k}={v!r}" for k, v in entry.items() if k != "name")
-    return f"{entry.get('name', '?')}({params})"
+    return format_call(str(entry.get("name", "?")), {k: v for k, v in entry.items() if k != "name"})
 
 
 def _label(agent: str, shift: str, several_agents: bool) -> str:
@@ -338,8 +338,8 @@ def write_report(
     if len(index) == 0 or "status" not in index or not (index["status"] == "complete").any():
         raise LogError(f"the evaluation at {str(evaluation.path)!r} has no finished run yet; nothing to report")
     missing = _missing_runs(index)
-    episodes = evaluation.episodes()
-    summary = evaluation.summary(table_alphas)
+    episodes = evaluation.episodes()  # read once: the summary and the figures both come from it
+    summary = summarize(episodes, table_alphas)
     out = Path(out_dir) if out_dir is not None else evaluation.path / "report"
     out.mkdir(parents=True, exist_ok=True)
     summary.to_csv(out / "summary.csv")
