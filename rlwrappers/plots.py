@@ -23,17 +23,28 @@ from numpy.typing import ArrayLike, NDArray
 from rlwrappers._optional import require
 from rlwrappers.error import InvalidArgument, InvalidType
 from rlwrappers.metrics.reproducibility import lcb, pareto_front
+from rlwrappers.metrics.spectra import band_energy, difference_spectrum, log_spectrum
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["lcb_curves", "paired_deltas", "pareto", "return_distributions"]
+__all__ = [
+    "band_energy_curves",
+    "band_energy_differences",
+    "fourier_spectra",
+    "lcb_curves",
+    "paired_deltas",
+    "pareto",
+    "return_distributions",
+]
 
 #: Methods past this many share colours again.
 _PALETTE: Final = "tab10"
 _FRONT_COLOUR: Final = "tab:red"
+_CLEAN_COLOUR: Final = "black"
+_SPECTRUM_MAP: Final = "magma"
 
 
 def _figure(width: float, height: float) -> tuple[Figure, Axes]:
@@ -217,4 +228,140 @@ def paired_deltas(episodes: pd.DataFrame, *, baseline: str = "baseline") -> Figu
     ax.set_xlabel("return - return of the same episode without shift")
     ax.set_title("Paired change of return under each shift")
     ax.legend(fontsize="small", loc="best")
+    return fig
+
+
+def _row(count: int, width: float, height: float) -> tuple[Figure, list[Axes]]:
+    """A new figure with ``count`` axes side by side, each ``width`` wide, outside pyplot."""
+    figure_module = require("matplotlib.figure", purpose="plots")
+    fig = figure_module.Figure(figsize=(width * count, height), layout="constrained")
+    return fig, list(fig.subplots(1, count, squeeze=False)[0])
+
+
+def _states(clean: ArrayLike, perturbed: Any, clean_label: str) -> list[tuple[str, NDArray[Any]]]:
+    """``(label, observations)`` for the clean observations, then each perturbed version (same shape)."""
+    if not isinstance(perturbed, Mapping):
+        raise InvalidType(f"`perturbed` must be a mapping of perturbation name -> observations, received {perturbed!r}")
+    if not perturbed:
+        raise InvalidArgument("`perturbed` must hold at least one perturbation, received an empty mapping")
+    c = np.asarray(clean)
+    out = [(clean_label, c)]
+    for name, observations in perturbed.items():
+        a = np.asarray(observations)
+        if a.shape != c.shape:
+            raise InvalidArgument(
+                f"`perturbed[{name!r}]` must have the shape of `clean`, {c.shape}, received {a.shape}"
+            )
+        out.append((str(name), a))
+    return out
+
+
+def _frame_mean(values: NDArray[np.float64], trailing: int) -> NDArray[np.float64]:
+    """The mean over every leading axis (batch, stack channels), keeping the last ``trailing`` axes."""
+    return values.reshape(-1, *values.shape[values.ndim - trailing :]).mean(axis=0)
+
+
+def fourier_spectra(
+    clean: ArrayLike,
+    perturbed: Mapping[str, ArrayLike],
+    *,
+    layout: str | None = None,
+    clean_label: str = "unperturbed",
+) -> Figure:
+    """A row of centred log-magnitude Fourier spectra: the clean state, then each perturbed state (Figure 4).
+
+    Each panel is :func:`~rlwrappers.metrics.spectra.log_spectrum`, ``log(1 + |F|)``, averaged over the
+    frames when given a batch, with the zero frequency at the centre and frequencies (cycles per image)
+    growing outward. All panels share one colour scale, so brighter means more energy in every panel.
+
+    Args:
+        clean: the observations without perturbation, of any layout of :mod:`rlwrappers.images`.
+        perturbed: perturbation name -> the same observations perturbed (the shape of ``clean``).
+        layout: the observations' layout; inferred when None, as in :func:`~rlwrappers.metrics.spectra.spectrum`.
+        clean_label: the first panel's title.
+
+    Raises:
+        InvalidArgument: no perturbation, or a perturbed entry whose shape differs from ``clean``.
+    """
+    states = _states(clean, perturbed, clean_label)
+    images = [_frame_mean(log_spectrum(x, layout), 2) for _, x in states]
+    top = max(float(image.max()) for image in images)
+    height, width = images[0].shape
+    extent = (-(width // 2) - 0.5, width - width // 2 - 0.5, -(height // 2) - 0.5, height - height // 2 - 0.5)
+    fig, axes = _row(len(states), 2.4, 2.8)
+    for ax, (name, _), image in zip(axes, states, images, strict=True):
+        ax.imshow(image, cmap=_SPECTRUM_MAP, vmin=0.0, vmax=top, origin="lower", extent=extent)
+        ax.set_title(name, fontsize="medium")
+        ax.set_xlabel("cycles per image (x)")
+    axes[0].set_ylabel("cycles per image (y)")
+    fig.suptitle("Fourier spectrum log(1 + |F|), zero frequency at the centre")
+    return fig
+
+
+def band_energy_curves(
+    clean: ArrayLike,
+    perturbed: Mapping[str, ArrayLike],
+    *,
+    layout: str | None = None,
+    clean_label: str = "unperturbed",
+) -> Figure:
+    """Total energy E(f) per spatial-frequency band, the clean state and each perturbation, log y axis (Figure 5).
+
+    Each line is :func:`~rlwrappers.metrics.spectra.band_energy` averaged over the frames; bands with no
+    energy (0 on a log axis) are left blank.
+
+    Args:
+        clean: the observations without perturbation, of any layout of :mod:`rlwrappers.images`.
+        perturbed: perturbation name -> the same observations perturbed (the shape of ``clean``).
+        layout: the observations' layout; inferred when None.
+        clean_label: the clean line's label.
+
+    Raises:
+        InvalidArgument: no perturbation, or a perturbed entry whose shape differs from ``clean``.
+    """
+    states = _states(clean, perturbed, clean_label)
+    fig, ax = _figure(6.4, 4.0)
+    for i, (name, x) in enumerate(states):
+        energy = _frame_mean(band_energy(x, layout), 1)
+        colour = _CLEAN_COLOUR if i == 0 else _colour(i - 1)
+        ax.plot(np.arange(len(energy)), energy, label=name, color=colour, linewidth=2.2 if i == 0 else 1.4)
+    ax.set_yscale("log")
+    ax.set_xlabel("spatial frequency f (cycles per image)")
+    ax.set_ylabel("total energy E(f)")
+    ax.set_title("Energy per spatial-frequency band")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def band_energy_differences(
+    clean: ArrayLike, perturbed: Mapping[str, ArrayLike], *, layout: str | None = None
+) -> Figure:
+    """``E_perturbed(f) - E_clean(f)`` per band, one line per perturbation: which bands each adds or removes.
+
+    Each line is :func:`~rlwrappers.metrics.spectra.difference_spectrum` averaged over the frames. The y axis
+    is matplotlib's ``asinh`` scale, linear near 0 (up to the median size of the changes) and logarithmic
+    beyond, so gains and losses of very different sizes show together.
+
+    Args:
+        clean: the observations without perturbation, of any layout of :mod:`rlwrappers.images`.
+        perturbed: perturbation name -> the same observations perturbed (the shape of ``clean``).
+        layout: the observations' layout; inferred when None.
+
+    Raises:
+        InvalidArgument: no perturbation, or a perturbed entry whose shape differs from ``clean``.
+    """
+    states = _states(clean, perturbed, "clean")
+    c = states[0][1]
+    differences = {name: difference_spectrum(c, x, layout, average=True) for name, x in states[1:]}
+    fig, ax = _figure(6.4, 4.0)
+    ax.axhline(0.0, color="0.3", linewidth=1.0, linestyle="--", label="_nolegend_")
+    for i, (name, difference) in enumerate(differences.items()):
+        ax.plot(np.arange(len(difference)), difference, label=name, color=_colour(i), linewidth=1.4)
+    sizes = np.abs(np.concatenate(list(differences.values())))
+    sizes = sizes[sizes > 0]
+    ax.set_yscale("asinh", linear_width=float(np.median(sizes)) if sizes.size else 1.0)
+    ax.set_xlabel("spatial frequency f (cycles per image)")
+    ax.set_ylabel("E_perturbed(f) - E_clean(f)")
+    ax.set_title("Change of energy per spatial-frequency band")
+    ax.legend(fontsize="small")
     return fig

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import re
 import shlex
@@ -20,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 # Modules that come with extras; a page whose example needs a missing one is skipped, not failed.
-OPTIONAL = {"stable_baselines3", "torch", "rl_zoo3", "mujoco", "ale_py"}
+OPTIONAL = {"stable_baselines3", "torch", "rl_zoo3", "mujoco", "ale_py", "cv2", "lpips", "skimage", "torchattacks"}
 
 
 def blocks(page: Path, language: str) -> list[tuple[int, str]]:
@@ -36,6 +38,8 @@ def blocks(page: Path, language: str) -> list[tuple[int, str]]:
 @pytest.fixture(autouse=True)
 def _isolated_registries() -> Iterator[None]:
     """Pages register env IDs and perturbations; other tests in this process must not see them."""
+    with contextlib.suppress(ImportError):  # ALE registers its IDs once, on import: keep them for every page
+        importlib.import_module("ale_py")
     env_ids = set(gym.registry)
     perturbations, wrappers = dict(core._REGISTRY), dict(core._WRAPPERS)
     yield
@@ -58,6 +62,8 @@ def run_page(page: Path) -> dict[str, object]:
             if exc.name and exc.name.split(".")[0] in OPTIONAL:
                 pytest.skip(f"{page.name}:{line} needs {exc.name}")
             raise
+        except rw.error.MissingExtra as exc:  # an extra the page needs is not installed
+            pytest.skip(f"{page.name}:{line}: {exc}")
     return namespace
 
 

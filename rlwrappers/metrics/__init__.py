@@ -1,6 +1,8 @@
-"""Metrics over returns and logs, under their papers' names; pure functions, plotting kept apart."""
+"""Metrics over returns, logs and image observations, under their papers' names; pure functions, plotting kept apart."""
 
+from rlwrappers.metrics.impact import MIN_SCORES, min_score, normalized_impact
 from rlwrappers.metrics.logs import episode_returns, reproducibility_table
+from rlwrappers.metrics.perceptual import LPIPS, ssim
 from rlwrappers.metrics.reproducibility import (
     DISPERSION,
     PERFORMANCE,
@@ -15,20 +17,39 @@ from rlwrappers.metrics.reproducibility import (
     state_marginals,
     stratified_bootstrap_ci,
 )
+from rlwrappers.metrics.spectra import (
+    LUMINANCE,
+    band_energy,
+    band_index,
+    difference_spectrum,
+    log_spectrum,
+    spectrum,
+)
 
 __all__ = [
     "DISPERSION",
+    "LPIPS",
+    "LUMINANCE",
+    "MIN_SCORES",
     "PERFORMANCE",
+    "band_energy",
+    "band_index",
     "behavioural_mad",
+    "difference_spectrum",
     "dispersion",
     "episode_returns",
     "iqm",
     "iqr",
     "lcb",
+    "log_spectrum",
     "mad",
+    "min_score",
+    "normalized_impact",
     "pareto_front",
     "performance",
     "reproducibility_table",
+    "spectrum",
+    "ssim",
     "state_marginals",
     "stratified_bootstrap_ci",
 ]

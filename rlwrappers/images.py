@@ -1,0 +1,116 @@
+"""Image observations: their layouts, and how to view a batch of them as frames.
+
+An image observation is one of:
+
+- ``"hw"``: a grayscale frame, shape (H, W);
+- ``"hwc"``: channels last, shape (H, W, C): an RGB frame when C is 3, otherwise a stack of C grayscale
+  frames (SB3's ``VecFrameStack`` gives (84, 84, 4));
+- ``"chw"``: channels first, shape (C, H, W): an RGB frame when C is 3, otherwise a stack of C grayscale
+  frames (Gymnasium's ``FrameStackObservation`` and SB3's ``VecTransposeImage`` give (4, 84, 84)).
+
+Leading axes beyond these are batch axes. :func:`frames` views any batch as a plain batch of frames, (M, H, W)
+for grayscale or (M, H, W, 3) for RGB, which is what per-frame functions (opencv, LPIPS, spectra) take, and
+:func:`unframe` puts frames back into the observations' layout.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import gymnasium as gym
+import numpy as np
+from numpy.typing import NDArray
+
+from rlwrappers.error import IncompatibleSpace, InvalidArgument
+
+__all__ = ["LAYOUTS", "check_layout", "frames", "image_space", "infer_layout", "is_rgb", "unframe"]
+
+#: The layouts of one image observation.
+LAYOUTS: Final = ("hw", "hwc", "chw")
+#: Most channels a stack is taken to have when inferring a layout (SB3 and Atari stacks have 4).
+_MAX_STACK: Final = 4
+
+
+def infer_layout(shape: tuple[int, ...]) -> str:
+    """The layout of an observation of this shape; raises :class:`InvalidArgument` when it is ambiguous.
+
+    Example:
+        >>> infer_layout((84, 84, 4)), infer_layout((4, 84, 84)), infer_layout((210, 160, 3))
+        ('hwc', 'chw', 'hwc')
+    """
+    if len(shape) == 2:
+        return "hw"
+    if len(shape) == 3:
+        last, first = shape[-1] <= _MAX_STACK, shape[0] <= _MAX_STACK
+        if last and not first:
+            return "hwc"
+        if first and not last:
+            return "chw"
+    raise InvalidArgument(
+        f"cannot tell the image layout of shape {shape}: pass `layout=` as one of {LAYOUTS} (H, W; H, W, C; or C, H, W)"
+    )
+
+
+def check_layout(layout: str | None, shape: tuple[int, ...]) -> str:
+    """``layout`` checked against ``shape``, or inferred from it when None."""
+    if layout is None:
+        return infer_layout(shape)
+    if layout not in LAYOUTS:
+        raise InvalidArgument(f"`layout` must be one of {LAYOUTS}, received {layout!r}")
+    if len(shape) != len(layout):
+        raise InvalidArgument(f"`layout` {layout!r} needs {len(layout)} axes, received shape {shape}")
+    return layout
+
+
+def image_space(space: gym.Space[Any], who: str, layout: str | None = None) -> tuple[gym.spaces.Box, str]:
+    """The uint8 Box image space of ``space`` and its layout; raises :class:`IncompatibleSpace` otherwise.
+
+    ``who`` names the caller in the error message.
+    """
+    if not isinstance(space, gym.spaces.Box) or space.dtype != np.uint8 or len(space.shape) not in (2, 3):
+        raise IncompatibleSpace(
+            f"{who} needs an image observation space (a uint8 Box of shape (H, W), (H, W, C) or (C, H, W)),"
+            f" received {space}"
+        )
+    return space, check_layout(layout, space.shape)
+
+
+def is_rgb(shape: tuple[int, ...], layout: str) -> bool:
+    """Whether an observation of this shape and layout is one RGB frame (rather than grayscale frames)."""
+    return layout != "hw" and shape[layout.index("c") - len(layout)] == 3
+
+
+def frames(x: NDArray[Any], layout: str) -> NDArray[Any]:
+    """A batch of observations (any leading axes) as frames: (M, H, W) grayscale or (M, H, W, 3) RGB.
+
+    Views where the layout allows it; channel-last stacks and channel-first RGB need a transposed copy.
+
+    Example:
+        >>> import numpy as np
+        >>> frames(np.zeros((8, 84, 84, 4), np.uint8), "hwc").shape
+        (32, 84, 84)
+    """
+    x = np.asarray(x)
+    image = x.shape[-len(layout) :]
+    if layout == "hw":
+        return x.reshape(-1, *image)
+    rgb = is_rgb(image, layout)
+    if layout == "hwc":
+        return x.reshape(-1, *image) if rgb else np.moveaxis(x, -1, -3).reshape(-1, *image[:2])
+    return np.moveaxis(x, -3, -1).reshape(-1, *image[1:], 3) if rgb else x.reshape(-1, *image[1:])
+
+
+def unframe(f: NDArray[Any], shape: tuple[int, ...], layout: str) -> NDArray[Any]:
+    """The inverse of :func:`frames`: frames back into observations of ``shape`` (batch axes included)."""
+    image = shape[-len(layout) :]
+    batch = shape[: -len(layout)]
+    if layout == "hw":
+        return f.reshape(shape)
+    rgb = is_rgb(image, layout)
+    if layout == "hwc":
+        if rgb:
+            return f.reshape(shape)
+        return np.moveaxis(f.reshape(*batch, image[2], *image[:2]), -3, -1)
+    if rgb:
+        return np.moveaxis(f.reshape(*batch, *image[1:], 3), -1, -3)
+    return f.reshape(shape)
