@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlwrappers import error, schedule, transforms
+from rlwrappers import corruptions, error, schedule, transforms
 from rlwrappers._version import __version__
 from rlwrappers.core import (
     INFO_KEY,
@@ -29,13 +29,22 @@ from rlwrappers.core import (
 )
 from rlwrappers.registration import catalogue, register
 from rlwrappers.wrappers import (
+    FGSM,
+    JPEG,
+    PGD,
     ActionNoise,
+    BrightnessContrast,
+    CarliniWagner,
     DynamicsShift,
     InitialStateNoise,
+    MedianBlur,
     ObservationNoise,
     ParameterNoise,
+    Perspective,
     RewardNoise,
+    Rotate,
     StickyAction,
+    Translate,
 )
 
 __all__ = [
@@ -54,6 +63,15 @@ __all__ = [
     "InitialStateNoise",
     "DynamicsShift",
     "ParameterNoise",
+    "FGSM",
+    "PGD",
+    "CarliniWagner",
+    "BrightnessContrast",
+    "MedianBlur",
+    "Rotate",
+    "Translate",
+    "Perspective",
+    "JPEG",
     "attach",
     # building blocks
     "Perturbation",
@@ -63,6 +81,7 @@ __all__ = [
     "INFO_KEY",
     "schedule",
     "transforms",
+    "corruptions",
     "error",
     # logs and evaluations (loaded on first use)
     "Recorder",

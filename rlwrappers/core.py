@@ -8,7 +8,8 @@ layers that hold exactly one.
 
 What a layer did is reported under ``info["rlwrappers"]``: one entry per perturbation that acted in that call
 to ``reset`` or ``step``, keyed by its label, e.g. ``{"action_noise": {"active": True, "executed": 1}}``.
-Perturbations that did nothing are absent.
+Perturbations that did nothing are absent. A gradient attack describes a decision, so its entry arrives with
+the ``step`` call that acts on the attacked observation (see :attr:`Perturbation.records_decision`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ class Perturbation:
     - dynamics: :meth:`activate` and :meth:`deactivate`, called when the schedule switches on and off;
     - policy: the same two hooks, acting on the agent attached with :meth:`attach` (parameter noise).
 
+    An observation perturbation that aims at the agent (a gradient attack) sets :attr:`records_decision`: its
+    record of an observation is reported with the ``step`` call that acts on it, after :meth:`decided` adds
+    the action the agent took, so that one log row holds the whole decision.
+
     Hooks draw randomness only from the generator they are given, never modify their inputs in place, and
     keep per-episode state (cleared in :meth:`start_episode`) on the instance: a layer binds its own copy.
     """
@@ -84,13 +89,18 @@ class Perturbation:
     reset_fields: ClassVar[Mapping[str, str]] = {}
     #: Whether :meth:`action` needs the previously executed action (the layer keeps it only if one does).
     uses_previous_action: ClassVar[bool] = False
+    #: Whether it acts through an agent given with :meth:`attach` (parameter noise, gradient attacks).
+    needs_agent: ClassVar[bool] = False
+    #: Whether its observation records describe the agent's decision on the perturbed observation: they are
+    #: reported with the next ``step`` call, completed by :meth:`decided` with the action the agent took.
+    records_decision: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         name = cls.__dict__.get("name")
         if name is None:
             return
-        if cls.__dict__.get("channel") not in CHANNELS:
+        if getattr(cls, "channel", None) not in CHANNELS:
             raise TypeError(f"{cls.__name__}.channel must be one of {CHANNELS}")
         for fields in (cls.step_fields, cls.reset_fields):
             for key, kind in fields.items():
@@ -167,8 +177,12 @@ class Perturbation:
         Undoes :meth:`activate` exactly, and ends anything under way (a sticky repetition).
         """
 
+    def decided(self, action: Any, record: Record) -> Record:
+        """Completes the record of a perturbed observation with the ``action`` the agent took on it."""
+        return record
+
     def attach(self, agent: Any) -> None:
-        """Gives a policy perturbation the agent it acts on; other channels have no use for one."""
+        """Gives the perturbation the agent it acts on (if :attr:`needs_agent`); others have no use for one."""
         raise InvalidArgument(f"{self.name} acts on the {self.channel} channel and takes no agent")
 
 
@@ -216,7 +230,7 @@ def perturbations() -> list[PerturbationInfo]:
     Example:
         >>> import rlwrappers as rw
         >>> [p.name for p in rw.perturbations()][:3]
-        ['action_noise', 'dynamics_shift', 'init_noise']
+        ['action_noise', 'brightness_contrast', 'cw']
     """
     out = []
     for name in sorted(_REGISTRY):
@@ -321,14 +335,16 @@ def layers(env: gym.Env[Any, Any]) -> Iterator[PerturbationLayer]:
 
 
 def attach(env: gym.Env[Any, Any], agent: Any) -> int:
-    """Gives every policy perturbation in ``env``'s stack the agent it acts on; returns how many there are.
+    """Gives every perturbation in ``env``'s stack that needs an agent the agent; returns how many there are.
+
+    Parameter noise perturbs the agent's weights; gradient attacks differentiate its network.
 
     The evaluation runner calls it; call it yourself when you drive the loop, before the first ``reset``.
     """
     count = 0
     for layer in layers(env):
         for p in layer.perturbations:
-            if p.channel == "policy":
+            if p.needs_agent:
                 p.attach(agent)
                 count += 1
     return count
@@ -394,6 +410,8 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         self._effect_rngs: list[np.random.Generator | None] = [None] * len(self.entries)
         self._previous_action: Any = None
         self._keeps_previous = any(p.uses_previous_action for p in self.perturbations)
+        self._deciding = frozenset(i for i, p in enumerate(self.perturbations) if p.records_decision)
+        self._pending: dict[int, Record] = {}  # records of observations the agent has yet to act on
 
     # -- introspection ----------------------------------------------------------------------------------
     @property
@@ -453,6 +471,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         self._any = any(on)
         self._t = 0
         self._previous_action = None
+        self._pending = {}
         for p in self.perturbations:
             p.start_episode()
 
@@ -480,7 +499,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """Steps the env, perturbing the action, reward and next observation where their schedules say."""
-        if self._any:
+        if self._any or self._pending:
             return self._perturbed_step(action)
         # Nothing is active: forward the step, and only look at the schedules when one may switch on.
         if self._keeps_previous:
@@ -500,6 +519,10 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
     def _perturbed_step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         on = self._on
         records: dict[str, Record] = {}
+        if self._pending:
+            for i, record in self._pending.items():
+                records[self.labels[i]] = self.perturbations[i].decided(action, record)
+            self._pending = {}
         for i in self._action:
             if on[i]:
                 action, record = self.perturbations[i].action(action, self._previous_action, self._rng(i))
@@ -531,7 +554,10 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
             for i in self._observation:
                 if on[i]:
                     obs, record = self.perturbations[i].observation(obs, self._rng(i))
-                    records[self.labels[i]] = {"active": True, **record}
+                    if i in self._deciding:
+                        self._pending[i] = {"active": True, **record}
+                    else:
+                        records[self.labels[i]] = {"active": True, **record}
         return obs
 
     def _decide(self, t: int) -> dict[str, Record]:

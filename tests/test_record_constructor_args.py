@@ -8,6 +8,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+import ale_py
 import gymnasium as gym
 import pytest
 from gymnasium.envs.registration import EnvSpec
@@ -15,6 +16,9 @@ from gymnasium.utils import RecordConstructorArgs
 
 import rlwrappers as rw
 from rlwrappers.core import PerturbationLayer, SingleLayer
+
+gym.register_envs(ale_py)
+AGENT_FOLDED = {"agent": "not part of the spec: an agent is attached at run time (rw.attach)"}
 
 
 def public_recording_wrappers() -> dict[str, type]:
@@ -80,6 +84,63 @@ SETUPS = {
         changed={"std": 0.2, "agent": None, "when": "prob(p=0.5, per='episode')", "label": "weights"},
         folded={"agent": "not part of the spec: an agent is attached at run time (rw.attach)"},
     ),
+    "FGSM": Setup(
+        "CartPole-v1",
+        changed={"eps": 0.05, "quantize": False, "agent": None, "when": "starting(episode=2)", "label": "attack"},
+        folded=AGENT_FOLDED,
+    ),
+    "PGD": Setup(
+        "CartPole-v1",
+        changed={
+            "eps": 0.05,
+            "alpha": 0.01,
+            "steps": 5,
+            "random_start": False,
+            "quantize": False,
+            "agent": None,
+            "when": "prob(p=0.5)",
+            "label": "attack",
+        },
+        folded=AGENT_FOLDED,
+    ),
+    "CarliniWagner": Setup(
+        "CartPole-v1",
+        changed={
+            "c": 2.0,
+            "kappa": 0.5,
+            "steps": 10,
+            "lr": 0.05,
+            "quantize": False,
+            "agent": None,
+            "when": "prob(p=0.5)",
+            "label": "attack",
+        },
+        folded=AGENT_FOLDED,
+    ),
+    "BrightnessContrast": Setup(
+        "ALE/Breakout-v5",
+        changed={"alpha": 0.9, "beta": 20.0, "layout": "hwc", "when": "starting(episode=1)", "label": "light"},
+    ),
+    "MedianBlur": Setup("ALE/Breakout-v5", changed={"k": 5, "layout": "hwc", "when": "prob(p=0.5)", "label": "blur"}),
+    "Rotate": Setup(
+        "ALE/Breakout-v5", changed={"degrees": 3.0, "layout": "hwc", "when": "prob(p=0.5)", "label": "tilt"}
+    ),
+    "Translate": Setup(
+        "ALE/Breakout-v5", changed={"ti": 2, "tj": -1, "layout": "hwc", "when": "prob(p=0.5)", "label": "moved"}
+    ),
+    "Perspective": Setup(
+        "ALE/Breakout-v5",
+        changed={
+            "norm": 2.0,
+            "directions": [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -0.5]],
+            "seed": 3,
+            "layout": "hwc",
+            "when": "prob(p=0.5)",
+            "label": "camera",
+        },
+        recorded={"directions": ((1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -0.5))},
+    ),
+    "JPEG": Setup("ALE/Breakout-v5", changed={"quality": 50, "layout": "hwc", "when": "prob(p=0.5)", "label": "codec"}),
     "DynamicsShift": Setup(
         "CartPole-v1",
         changed={

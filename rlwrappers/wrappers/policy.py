@@ -123,6 +123,7 @@ class ParameterNoisePerturbation(Perturbation):
 
     name = "param_noise"
     channel = "policy"
+    needs_agent = True
     step_fields = {"norm": "float64"}
     reset_fields = {"norm": "float64"}
 

@@ -1,0 +1,471 @@
+"""Adversarial observations: gradient attacks (FGSM, PGD, Carlini-Wagner) against the agent that acts.
+
+An attack perturbs each observation so that the agent's network moves away from the action it would take
+on the clean one (untargeted; seed 001 Section 5.1 and Appendix C.1 attack Atari agents with FGSM, seed 004
+compares natural corruptions with Carlini-Wagner). It needs the agent: pass ``agent=`` to the wrapper, or
+attach it with :func:`rlwrappers.attach` (the evaluation runner does this). Units, bounds and the uint8
+re-quantization are those of :mod:`rlwrappers.attacks`: image spaces in [0, 1] pixel scale, other Box
+spaces in their own units.
+
+**Where to attack.** This wrapper attacks the observation at its place in the env's wrapper stack. That is
+exactly what the network sees only when everything between this place and the network is inside the env:
+put the Atari preprocessing and the frame stack *inside* (``FrameStackObservation`` under the attack). An
+agent whose frames are stacked outside the env, by a vector env (SB3's ``VecFrameStack``), sees a stack of
+four observations each attacked separately against a single-frame input the network never sees; attack
+those at the vector level with :class:`rlwrappers.vector.Attack` or :class:`rlwrappers.sb3.AttackVecEnv`.
+
+**What the log holds.** An attack's record describes a decision, so it is reported with the ``step`` call
+that acts on the attacked observation (the step row of a :class:`rlwrappers.Recorder` log): ``clean_action``
+(the greedy action on the clean observation, from the attack's own forward pass), ``action`` (what the
+agent then did, taken from that step call: no extra forward pass), ``flipped`` (whether they differ;
+discrete actions only), and ``linf`` and ``l2``, the size of the perturbation the agent received, after
+re-quantization, in attack units. The final observation of an episode is attacked too, but no decision
+follows it, so no row records it. For stochastic agents ``flipped`` also counts actions that sampling
+changed: measure flip rates on deterministic agents.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from numpy.typing import NDArray
+from typing_extensions import override
+
+from rlwrappers import _check, attacks
+from rlwrappers._optional import require
+from rlwrappers.agents import Agent, adapt
+from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
+from rlwrappers.error import IncompatibleSpace, InvalidArgument, NotDifferentiable
+from rlwrappers.schedule import Schedule
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "AttackPerturbation",
+    "AttackResult",
+    "CarliniWagner",
+    "CarliniWagnerPerturbation",
+    "FGSM",
+    "FGSMPerturbation",
+    "PGD",
+    "PGDPerturbation",
+]
+
+
+@dataclass(frozen=True)
+class AttackResult:
+    """What an attack did to a batch of observations.
+
+    Attributes:
+        observations: the adversarial observations the agent receives (re-quantized, inside the space).
+        adversarial: the adversarial batch in attack units, before re-quantization.
+        clean_action: the agent's greedy action on each clean observation (discrete), or its deterministic
+            action (continuous).
+        linf: the L-inf size of each delivered perturbation, in attack units.
+        l2: its L2 size, in attack units.
+    """
+
+    observations: NDArray[Any]
+    adversarial: torch.Tensor
+    clean_action: NDArray[Any]
+    linf: NDArray[np.float64]
+    l2: NDArray[np.float64]
+
+
+@dataclass(kw_only=True)
+class AttackPerturbation(Perturbation):
+    """Base of the gradient attacks: binding to a space, attaching the agent, batching and recording."""
+
+    channel = "observation"
+    needs_agent = True
+    records_decision = True
+    step_fields = {"clean_action": "action", "action": "action", "flipped": "bool", "linf": "float64", "l2": "float64"}
+    #: Whether the attack works on continuous actions (otherwise it needs logits or q-values).
+    continuous: ClassVar[bool] = False
+    if TYPE_CHECKING:  # each attack declares it last among its parameters
+        quantize: bool
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.quantize, bool):
+            raise InvalidArgument(f"`quantize` must be a bool, received {self.quantize!r}")
+        self._agent: Agent | None = None
+        self._domain: attacks.Domain | None = None
+        self._observation_space: gym.Space[Any] | None = None
+        self._action_space: gym.Space[Any] | None = None
+
+    # -- binding ----------------------------------------------------------------------------------------
+    @override
+    def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
+        self.bind_spaces(observation_space, action_space)
+
+    def bind_spaces(self, observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
+        """Checks the spaces of one observation and one action, and sets the attack's domain."""
+        try:
+            self._domain = attacks.Domain.of(observation_space, self.quantize)
+        except IncompatibleSpace as exc:
+            raise IncompatibleSpace(f"{self.name}: {exc}") from None
+        if not self.continuous and not isinstance(action_space, gym.spaces.Discrete):
+            raise IncompatibleSpace(
+                f"{self.name} needs discrete actions (it pushes away from the agent's action scores), received"
+                f" {action_space}; use pgd(random_start=True) for continuous actions"
+            )
+        if not isinstance(action_space, (gym.spaces.Discrete, gym.spaces.Box)):
+            raise IncompatibleSpace(f"{self.name} needs Discrete or Box actions, received {action_space}")
+        self._observation_space, self._action_space = observation_space, action_space
+        self._warn_if_erased(self._domain)
+        if self._agent is not None:
+            self._check_agent(self._agent)
+
+    def _warn_if_erased(self, domain: attacks.Domain) -> None:
+        """Warns when the re-quantization of an integer space erases every perturbation this attack can make."""
+
+    @override
+    def observation_space(self, space: gym.Space[Any]) -> gym.Space[Any]:
+        assert isinstance(space, gym.spaces.Box)
+        return self.domain.observation_space(space)
+
+    @override
+    def attach(self, agent: Any) -> None:
+        agent = adapt(agent, self._observation_space, self._action_space)
+        if self._observation_space is not None:
+            self._check_agent(agent)
+        self._agent = agent
+
+    def _check_agent(self, agent: Agent) -> None:
+        """Raises unless ``agent``'s network takes this space's observations and gives what the attack needs."""
+        assert self._observation_space is not None and self._domain is not None, "bind() comes first"
+        space = self._observation_space
+        if agent.observation_space.shape != space.shape:
+            raise IncompatibleSpace(
+                f"{self.name}: the agent takes observations of shape {agent.observation_space.shape}, the env at"
+                f" this place in the stack gives {space}"
+            )
+        torch = require("torch", purpose="gradient attacks")
+        probe = np.clip(np.zeros(self._domain.low.shape), self._domain.low, self._domain.high)
+        try:
+            with torch.no_grad():
+                out = agent.outputs(torch.as_tensor(probe[None] * self._domain.scale, dtype=torch.float32))
+        except NotDifferentiable as exc:
+            raise NotDifferentiable(f"{self.name} needs a differentiable agent: {exc}") from None
+        except Exception as exc:  # a network that rejects the input fails in its own way
+            raise IncompatibleSpace(
+                f"{self.name}: the agent's network does not accept observations of {space}: {exc}"
+            ) from exc
+        if isinstance(self._action_space, gym.spaces.Discrete):
+            try:
+                out.scores  # noqa: B018 (raises when the agent has neither logits nor q-values)
+            except NotDifferentiable as exc:
+                raise NotDifferentiable(f"{self.name}: {exc}") from None
+        elif out.action is None:
+            raise NotDifferentiable(f"{self.name}: the agent gives no differentiable continuous action")
+
+    @property
+    def agent(self) -> Agent:
+        """The attached agent; raises when none is attached."""
+        if self._agent is None:
+            raise InvalidArgument(
+                f"{self.name} has no agent to attack: pass `agent=` to the wrapper, call rlwrappers.attach(env,"
+                " agent) before reset, or evaluate with rlwrappers.evaluate, which attaches it"
+            )
+        return self._agent
+
+    @property
+    def domain(self) -> attacks.Domain:
+        """The attack's units and bounds (set by binding)."""
+        assert self._domain is not None, "bind() comes first"
+        return self._domain
+
+    # -- attacking --------------------------------------------------------------------------------------
+    def scores(self, z: torch.Tensor) -> torch.Tensor:
+        """The agent's action scores (or continuous action) for a batch in attack units, differentiably."""
+        out = self.agent.outputs(z * self.domain.scale)
+        return out.action if out.action is not None and out.logits is None and out.q_values is None else out.scores
+
+    def perturb(self, z: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """The adversarial batch (attack units, not re-quantized) and the clean actions."""
+        raise NotImplementedError
+
+    def attack(self, obs: NDArray[Any], rng: np.random.Generator) -> AttackResult:
+        """Attacks a batch of observations (leading axis)."""
+        obs = np.asarray(obs)
+        torch = require("torch", purpose="gradient attacks")
+        with torch.enable_grad():
+            adversarial, clean = self.perturb(self.domain.to_attack(obs), rng)
+        delivered = self.domain.to_observation(adversarial)
+        delta = (delivered.astype(np.float64) - obs) / self.domain.scale
+        flat = np.abs(delta.reshape(len(obs), -1))
+        return AttackResult(delivered, adversarial, clean.numpy(), flat.max(axis=1), np.sqrt((flat * flat).sum(axis=1)))
+
+    @override
+    def observation(self, obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
+        result = self.attack(np.asarray(obs)[None], rng)
+        clean = result.clean_action[0]
+        return result.observations[0], {
+            "clean_action": clean.tolist() if isinstance(clean, np.ndarray) else clean.item(),
+            "linf": float(result.linf[0]),
+            "l2": float(result.l2[0]),
+        }
+
+    @override
+    def decided(self, action: Any, record: Record) -> Record:
+        discrete = isinstance(self._action_space, gym.spaces.Discrete)
+        taken = int(action) if discrete else np.asarray(action, dtype=np.float64).tolist()
+        return {**record, "action": taken, "flipped": taken != record["clean_action"] if discrete else None}
+
+
+def _warn_below_quantum(name: str, eps: float, domain: attacks.Domain) -> None:
+    if domain.integer and 0.0 < eps < domain.quantum / 2:
+        grey = " grey level" if domain.pixels else ""
+        warnings.warn(
+            f"{name}: eps={eps} is below half a{grey} quantum ({domain.quantum / 2:.6g}) of the integer observation"
+            " space: re-quantization rounds every perturbation away, so the agent sees clean observations",
+            UserWarning,
+            stacklevel=6,
+        )
+
+
+@dataclass(kw_only=True)
+class FGSMPerturbation(AttackPerturbation):
+    """The fast gradient sign method on every observation (Goodfellow et al. 2015; seed 001 Section 5.1).
+
+    ``obs + eps * sign(grad)`` of the cross-entropy between the agent's action scores and its clean greedy
+    action, clamped to the space (torchattacks' FGSM, untargeted). See :mod:`rlwrappers.wrappers.adversarial`.
+
+    Args:
+        eps: the perturbation's L-inf size, in [0, 1] pixel scale for images, observation units otherwise.
+        quantize: round the attacked observation back to an integer space's levels (keeping its dtype); if
+            False, integer observations are delivered as float32, unrounded (the space becomes float32).
+    """
+
+    name = "fgsm"
+
+    eps: float = 0.01
+    quantize: bool = True
+
+    def __post_init__(self) -> None:
+        self.eps = attacks.check_eps("eps", self.eps)
+        super().__post_init__()
+
+    @override
+    def _warn_if_erased(self, domain: attacks.Domain) -> None:
+        _warn_below_quantum(self.name, self.eps, domain)
+
+    @override
+    def perturb(self, z: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        low, high = self.domain.bounds()
+        return attacks.fgsm(self.scores, z, self.eps, low, high)
+
+
+@dataclass(kw_only=True)
+class PGDPerturbation(AttackPerturbation):
+    """Projected gradient descent in the L-inf ball on every observation (Madry et al. 2018), as torchattacks.
+
+    Discrete agents: maximises the cross-entropy against the clean greedy action. Continuous agents (SB3's
+    PPO, SAC, TD3 on MuJoCo): maximises the squared distance between the action and the clean action, which
+    needs the random start (that distance has no gradient at the clean observation). The random start draws
+    from the layer's seeded generator.
+
+    Args:
+        eps: the ball's radius, in [0, 1] pixel scale for images, observation units otherwise.
+        alpha: the step of each iteration (default: eps / 4).
+        steps: the number of iterations.
+        random_start: start from a uniform point in the ball.
+        quantize: round the attacked observation back to an integer space's levels (keeping its dtype); if
+            False, integer observations are delivered as float32, unrounded (the space becomes float32).
+    """
+
+    name = "pgd"
+    continuous = True
+
+    eps: float = 0.01
+    alpha: float | None = None
+    steps: int = 10
+    random_start: bool = True
+    quantize: bool = True
+
+    def __post_init__(self) -> None:
+        self.eps = attacks.check_eps("eps", self.eps)
+        if self.alpha is not None:
+            self.alpha = attacks.check_eps("alpha", self.alpha)
+        self.steps = _check.integer("steps", self.steps, minimum=1)
+        if not isinstance(self.random_start, bool):
+            raise InvalidArgument(f"`random_start` must be a bool, received {self.random_start!r}")
+        super().__post_init__()
+
+    @override
+    def bind_spaces(self, observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
+        if isinstance(action_space, gym.spaces.Box) and not self.random_start:
+            raise InvalidArgument(
+                "pgd on continuous actions needs `random_start=True`: the distance to the clean action has no"
+                " gradient at the clean observation"
+            )
+        super().bind_spaces(observation_space, action_space)
+
+    @override
+    def _warn_if_erased(self, domain: attacks.Domain) -> None:
+        _warn_below_quantum(self.name, self.eps, domain)
+
+    @override
+    def perturb(self, z: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        low, high = self.domain.bounds()
+        alpha = self.eps / 4 if self.alpha is None else self.alpha
+        start = rng if self.random_start else None
+        if isinstance(self._action_space, gym.spaces.Box):
+            torch = require("torch")
+            with torch.no_grad():
+                clean = self.scores(z)
+            return attacks.pgd(self.scores, z, self.eps, alpha, self.steps, low, high, start, clean, _distance)
+        return attacks.pgd(self.scores, z, self.eps, alpha, self.steps, low, high, start)
+
+
+def _distance(action: torch.Tensor, clean: torch.Tensor) -> torch.Tensor:
+    """Mean over the batch of the squared distance between actions."""
+    return (action - clean).pow(2).sum(-1).mean()
+
+
+@dataclass(kw_only=True)
+class CarliniWagnerPerturbation(AttackPerturbation):
+    """The Carlini-Wagner L2 attack on every observation (Carlini & Wagner 2017; seed 004 Table 1).
+
+    The closest observation (in L2) found in ``steps`` Adam steps that changes the agent's greedy action, or
+    the clean observation when none does; see :func:`rlwrappers.attacks.carlini_wagner` for how it differs
+    from torchattacks' ``CW``.
+
+    Args:
+        c: the weight of the misclassification term against the L2 distance.
+        kappa: the confidence margin.
+        steps: the number of Adam steps.
+        lr: Adam's learning rate.
+        quantize: round the attacked observation back to an integer space's levels (keeping its dtype); if
+            False, integer observations are delivered as float32, unrounded (the space becomes float32).
+    """
+
+    name = "cw"
+
+    c: float = 1.0
+    kappa: float = 0.0
+    steps: int = 50
+    lr: float = 0.01
+    quantize: bool = True
+
+    def __post_init__(self) -> None:
+        self.c = attacks.check_eps("c", self.c)
+        self.kappa = attacks.check_eps("kappa", self.kappa)
+        self.steps = _check.integer("steps", self.steps, minimum=1)
+        self.lr = attacks.check_eps("lr", self.lr)
+        super().__post_init__()
+
+    @override
+    def perturb(self, z: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        low, high = self.domain.bounds()
+        return attacks.carlini_wagner(self.scores, z, self.c, self.kappa, self.steps, self.lr, low, high)
+
+
+@register_wrapper("fgsm")
+class FGSM(SingleLayer):
+    """FGSM on the agent's observations; see :class:`FGSMPerturbation` and :mod:`rlwrappers.wrappers.adversarial`.
+
+    The vector-level versions, which attack the stacked batch a vector env gives the network, are
+    :class:`rlwrappers.vector.Attack` and :class:`rlwrappers.sb3.AttackVecEnv`.
+
+    Example:
+        >>> import gymnasium as gym, torch, rlwrappers as rw
+        >>> from rlwrappers.agents import TorchAgent
+        >>> env = gym.make("CartPole-v1")
+        >>> agent = TorchAgent(torch.nn.Linear(4, 2), env.observation_space, env.action_space, head="logits")
+        >>> env = rw.FGSM(env, eps=0.05, agent=agent)
+        >>> obs, _ = env.reset(seed=0)
+        >>> _, _, _, _, info = env.step(agent.act_one(obs))
+        >>> sorted(info["rlwrappers"]["fgsm"])
+        ['action', 'active', 'clean_action', 'flipped', 'l2', 'linf']
+    """
+
+    def __init__(
+        self,
+        env: gym.Env[Any, Any],
+        eps: float = 0.01,
+        quantize: bool = True,
+        *,
+        agent: Any = None,
+        when: str | Schedule | None = None,
+        label: str | None = None,
+    ):
+        """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked."""
+        self._setup(env, FGSMPerturbation(eps=eps, quantize=quantize), when, label)
+        if agent is not None:
+            self.perturbations[0].attach(agent)
+
+
+@register_wrapper("pgd")
+class PGD(SingleLayer):
+    """PGD on the agent's observations; see :class:`PGDPerturbation` and :mod:`rlwrappers.wrappers.adversarial`.
+
+    Example:
+        >>> import gymnasium as gym, torch, rlwrappers as rw
+        >>> from rlwrappers.agents import TorchAgent
+        >>> env = gym.make("Pendulum-v1")
+        >>> agent = TorchAgent(torch.nn.Linear(3, 1), env.observation_space, env.action_space, head="action")
+        >>> env = rw.PGD(env, eps=0.05, steps=5, agent=agent)
+        >>> obs, _ = env.reset(seed=0)
+        >>> _, _, _, _, info = env.step(agent.act_one(obs))
+        >>> round(info["rlwrappers"]["pgd"]["linf"], 6)  # a corner of the ball (float32 rounding aside)
+        0.05
+    """
+
+    def __init__(
+        self,
+        env: gym.Env[Any, Any],
+        eps: float = 0.01,
+        alpha: float | None = None,
+        steps: int = 10,
+        random_start: bool = True,
+        quantize: bool = True,
+        *,
+        agent: Any = None,
+        when: str | Schedule | None = None,
+        label: str | None = None,
+    ):
+        """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked."""
+        perturbation = PGDPerturbation(eps=eps, alpha=alpha, steps=steps, random_start=random_start, quantize=quantize)
+        self._setup(env, perturbation, when, label)
+        if agent is not None:
+            self.perturbations[0].attach(agent)
+
+
+@register_wrapper("cw")
+class CarliniWagner(SingleLayer):
+    """Carlini-Wagner L2 on the agent's observations; see :class:`CarliniWagnerPerturbation`.
+
+    Example:
+        >>> import gymnasium as gym, torch, rlwrappers as rw
+        >>> from rlwrappers.agents import TorchAgent
+        >>> env = gym.make("CartPole-v1")
+        >>> agent = TorchAgent(torch.nn.Linear(4, 2), env.observation_space, env.action_space, head="logits")
+        >>> env = rw.CarliniWagner(env, c=1.0, steps=20, agent=agent)
+        >>> env.specs
+        ['cw(steps=20)']
+    """
+
+    def __init__(
+        self,
+        env: gym.Env[Any, Any],
+        c: float = 1.0,
+        kappa: float = 0.0,
+        steps: int = 50,
+        lr: float = 0.01,
+        quantize: bool = True,
+        *,
+        agent: Any = None,
+        when: str | Schedule | None = None,
+        label: str | None = None,
+    ):
+        """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked."""
+        perturbation = CarliniWagnerPerturbation(c=c, kappa=kappa, steps=steps, lr=lr, quantize=quantize)
+        self._setup(env, perturbation, when, label)
+        if agent is not None:
+            self.perturbations[0].attach(agent)
