@@ -9,8 +9,8 @@ Every function takes ``x``, a uint8 array of frames with any leading batch axes,
 :data:`rlwrappers.images.LAYOUTS`; None infers it from the last axes), and returns a new uint8 array of the
 same shape; ``x`` is never modified. Grayscale frames, RGB frames and stacks of grayscale frames, channels last
 (84, 84, 4) or first (4, 84, 84), all work: a stack is corrupted frame by frame with the same parameters.
-Layout inference follows :func:`rlwrappers.images.infer_layout` on the last three axes; when neither end of
-them is a channel axis, the array is a batch of grayscale frames (pass ``layout="hw"`` to say so for a batch
+Layout inference is :func:`rlwrappers.images.batch_layout`: when neither end of the last three axes is a
+channel axis, the array is a batch of grayscale frames (pass ``layout="hw"`` to say so for a batch
 of at most four of them). The observation wrappers of :mod:`rlwrappers.wrappers.corruption` apply the same
 functions to each observation.
 
@@ -80,24 +80,7 @@ def _frames_arg(x: Any, layout: str | None) -> tuple[NDArray[np.uint8], str]:
         raise InvalidType(f"`x` must be a uint8 numpy array of frames, received {type(x).__name__}")
     if x.dtype != np.uint8:
         raise InvalidType(f"`x` must be a uint8 array of frames, received dtype {x.dtype}")
-    layout = check_layout_arg(layout)
-    if layout is None:
-        return x, _infer(x.shape)
-    if x.ndim < len(layout):
-        raise InvalidArgument(f"`layout` {layout!r} needs at least {len(layout)} axes, received shape {x.shape}")
-    images.check_layout(layout, x.shape[-len(layout) :])
-    return x, layout
-
-
-def _infer(shape: tuple[int, ...]) -> str:
-    if len(shape) < 2:
-        raise InvalidArgument(f"`x` must hold frames of shape (H, W), (H, W, C) or (C, H, W), received shape {shape}")
-    if len(shape) == 2:
-        return "hw"
-    last3 = shape[-3:]
-    if last3[0] > 4 and last3[-1] > 4:  # no channel axis: a batch of grayscale frames
-        return "hw"
-    return images.infer_layout(last3)
+    return x, images.batch_layout(x.shape, check_layout_arg(layout))
 
 
 def _image_shape(x: NDArray[np.uint8], layout: str) -> tuple[int, ...]:

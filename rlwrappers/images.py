@@ -23,7 +23,16 @@ from numpy.typing import NDArray
 
 from rlwrappers.error import IncompatibleSpace, InvalidArgument
 
-__all__ = ["LAYOUTS", "check_layout", "frames", "image_space", "infer_layout", "is_rgb", "unframe"]
+__all__ = [
+    "LAYOUTS",
+    "batch_layout",
+    "check_layout",
+    "frames",
+    "image_space",
+    "infer_layout",
+    "is_rgb",
+    "unframe",
+]
 
 #: The layouts of one image observation.
 LAYOUTS: Final = ("hw", "hwc", "chw")
@@ -60,6 +69,28 @@ def check_layout(layout: str | None, shape: tuple[int, ...]) -> str:
     if len(shape) != len(layout):
         raise InvalidArgument(f"`layout` {layout!r} needs {len(layout)} axes, received shape {shape}")
     return layout
+
+
+def batch_layout(shape: tuple[int, ...], layout: str | None, name: str = "x") -> str:
+    """The layout of the observations in a batch of this shape: ``layout`` checked, or inferred when None.
+
+    Inference reads the last axes: a 2-D array is one grayscale frame, a 3-D array with no channel axis at
+    either end (both ends longer than 4) is a batch of grayscale frames, and otherwise :func:`infer_layout`
+    decides on the last three axes. ``name`` names the array in error messages.
+
+    Example:
+        >>> batch_layout((8, 84, 84), None), batch_layout((8, 4, 84, 84), None), batch_layout((8, 84, 84), "chw")
+        ('hw', 'chw', 'chw')
+    """
+    if layout is not None:
+        if layout not in LAYOUTS or len(shape) < len(layout):
+            check_layout(layout, shape)  # raises: an unknown layout, or fewer axes than it needs
+        return check_layout(layout, shape[-len(layout) :])
+    if len(shape) < 2:
+        raise InvalidArgument(f"`{name}` must have at least 2 axes (H, W), received shape {shape}")
+    if len(shape) == 2 or (len(shape) == 3 and shape[0] > _MAX_STACK and shape[-1] > _MAX_STACK):
+        return "hw"
+    return infer_layout(shape[-3:])
 
 
 def image_space(space: gym.Space[Any], who: str, layout: str | None = None) -> tuple[gym.spaces.Box, str]:

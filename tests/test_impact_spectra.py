@@ -235,7 +235,8 @@ def test_log_spectrum_is_centred_and_finite() -> None:
 
 def test_spectra_refuse_bad_input() -> None:
     with pytest.raises(InvalidArgument, match="cannot tell the image layout"):
-        band_energy(np.zeros((10, 84, 84)))  # a batch of grayscale frames needs layout="hw"
+        band_energy(np.zeros((4, 84, 4)))  # a channel axis could be at either end
+    assert band_energy(np.zeros((10, 84, 84))).shape == (10, 43)  # no channel axis: a batch of frames
     assert band_energy(np.zeros((10, 84, 84)), "hw").shape == (10, 43)
     with pytest.raises(InvalidArgument, match="`layout` must be one of"):
         spectrum(np.zeros((4, 4)), "whc")

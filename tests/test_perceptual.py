@@ -291,7 +291,9 @@ def test_distance_argument_errors(random_metric: LPIPS) -> None:
         random_metric.distance(frame[:30], frame[:30])
     assert random_metric.distance(frame[:31, :31], frame[:31, :31]) == 0.0
     with pytest.raises(InvalidArgument, match="cannot tell the image layout"):
-        random_metric.distance(np.zeros((84, 84, 84), np.uint8), np.zeros((84, 84, 84), np.uint8))
+        random_metric.distance(np.zeros((4, 84, 4), np.uint8), np.zeros((4, 84, 4), np.uint8))
+    batch = np.zeros((5, 84, 84), np.uint8)  # no channel axis at either end: five grayscale frames
+    assert random_metric.distance(batch, batch).shape == (5,)
 
 
 # SSIM

@@ -19,8 +19,8 @@ leading batch axes) and return one value per observation, float64, of the batch 
 - a stack (``(84, 84, 4)`` or ``(4, 84, 84)``) is compared frame by frame, and its value is the **mean over
   its frames**.
 
-With ``layout=None`` the layout is inferred from the last three axes (two for a 2-d array), so pass
-``layout="hw"`` for a batch of grayscale frames.
+With ``layout=None`` the layout is inferred by :func:`rlwrappers.images.batch_layout`: a 3-D array with no
+channel axis at either end is a batch of grayscale frames; pass ``layout="hw"`` for a batch of at most four.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 from rlwrappers import _check
 from rlwrappers._optional import require
 from rlwrappers.error import InvalidArgument, InvalidType, MissingFile
-from rlwrappers.images import LAYOUTS, check_layout, frames, infer_layout
+from rlwrappers.images import batch_layout, frames
 
 if TYPE_CHECKING:
     import torch
@@ -81,13 +81,7 @@ def _pair(
             raise InvalidType(f"`{name}` must be uint8 observations (0..255), received dtype {x.dtype}")
     if a.shape != b.shape:
         raise InvalidArgument(f"`clean` and `perturbed` must have the same shape, received {a.shape} and {b.shape}")
-    if layout is None:
-        if a.ndim < 2:
-            raise InvalidArgument(f"`clean` must have at least 2 axes (H, W), received shape {a.shape}")
-        layout = infer_layout(a.shape[-3:])
-    elif layout not in LAYOUTS or a.ndim < len(layout):
-        check_layout(layout, a.shape)  # raises: an unknown layout, or fewer axes than it needs
-    return a, b, layout
+    return a, b, batch_layout(a.shape, layout, "clean")
 
 
 def _per_observation(per_frame: NDArray[np.float64], batch: tuple[int, ...]) -> NDArray[np.float64]:

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rlwrappers.error import InvalidArgument, InvalidType
-from rlwrappers.images import LAYOUTS, check_layout, frames, infer_layout, is_rgb
+from rlwrappers.images import batch_layout, frames, is_rgb
 
 __all__ = [
     "LUMINANCE",
@@ -52,18 +52,12 @@ LUMINANCE: Final = (0.299, 0.587, 0.114)
 def _frames(x: ArrayLike, layout: str | None) -> tuple[NDArray[np.float64], tuple[int, ...]]:
     """The frames of ``x`` as float64 (M, H, W), RGB reduced to luminance, and the leading shape of the results.
 
-    With ``layout=None`` the layout is inferred from the last three axes (two for a 2-d array) by
-    :func:`rlwrappers.images.infer_layout`.
+    With ``layout=None`` the layout is inferred by :func:`rlwrappers.images.batch_layout`.
     """
     a = np.asarray(x)
     if a.dtype.kind not in "biuf":
         raise InvalidType(f"`x` must hold real numbers (uint8 or float frames), received dtype {a.dtype}")
-    if layout is None:
-        if a.ndim < 2:
-            raise InvalidArgument(f"`x` must have at least 2 axes (H, W), received shape {a.shape}")
-        layout = infer_layout(a.shape[-3:])
-    elif layout not in LAYOUTS or a.ndim < len(layout):
-        check_layout(layout, a.shape)  # raises: an unknown layout, or fewer axes than it needs
+    layout = batch_layout(a.shape, layout)
     image = a.shape[-len(layout) :]
     rgb = is_rgb(image, layout)
     lead = a.shape[: -len(layout)]
@@ -83,8 +77,8 @@ def spectrum(x: ArrayLike, layout: str | None = None) -> NDArray[np.complex128]:
 
     Args:
         x: observations of any layout, with any leading batch axes; RGB frames are taken as their luminance.
-        layout: ``"hw"``, ``"hwc"`` or ``"chw"``; inferred from the last axes when None, so pass it for a batch
-            of grayscale frames (a (3, H, W) batch would otherwise read as one RGB frame).
+        layout: ``"hw"``, ``"hwc"`` or ``"chw"``; inferred when None (:func:`rlwrappers.images.batch_layout`),
+            so pass it for a batch of at most four grayscale frames ((3, H, W) would read as one RGB frame).
 
     Returns:
         Complex, shape ``leading + (H, W)``: the batch axes, a stack's channel axis, then the frequencies, in

@@ -184,7 +184,10 @@ class AttackPerturbation(Perturbation):
     def scores(self, z: torch.Tensor) -> torch.Tensor:
         """The agent's action scores (or continuous action) for a batch in attack units, differentiably."""
         out = self.agent.outputs(z * self.domain.scale)
-        return out.action if out.action is not None and out.logits is None and out.q_values is None else out.scores
+        if isinstance(self._action_space, gym.spaces.Box):
+            assert out.action is not None, "binding checked that the agent gives a continuous action"
+            return out.action
+        return out.scores
 
     def perturb(self, z: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """The adversarial batch (attack units, not re-quantized) and the clean actions."""
