@@ -89,6 +89,8 @@ __all__ = [
     "Log",
     "evaluate",
     "open_evaluation",
+    "sweep",
+    "sweeps",
     "agents",
     "zoo",
     "metrics",
@@ -100,8 +102,9 @@ _LAZY = {
     "Log": "rlwrappers.record",
     "evaluate": "rlwrappers.evaluation",
     "open_evaluation": "rlwrappers.evaluation",
+    "sweep": "rlwrappers.sweeps",
 }
-_SUBMODULES = ("agents", "zoo", "metrics", "evaluation")
+_SUBMODULES = ("agents", "zoo", "metrics", "evaluation", "sweeps")
 
 
 def __getattr__(name: str) -> Any:

@@ -1,9 +1,10 @@
-"""The ``rlwrappers`` command line: ``demo``, ``evaluate``, ``report`` and ``list``.
+"""The ``rlwrappers`` command line: ``demo``, ``evaluate``, ``sweep``, ``report`` and ``list``.
 
 ``rlwrappers demo`` evaluates a zoo agent under seed 002's six kinds of uncertainty and writes a report;
-``rlwrappers evaluate`` does the same for any agent, env and shifts; ``rlwrappers report RUN_DIR`` turns a
-run directory into tables, plots and one HTML page; ``rlwrappers list`` prints the perturbed env IDs, the
-perturbations, the schedules and the zoo agents. ``rlwrappers COMMAND --help`` explains each.
+``rlwrappers evaluate`` does the same for any agents, env and shifts; ``rlwrappers sweep`` runs one
+perturbation at each value of one parameter; ``rlwrappers report RUN_DIR`` turns a run directory into tables,
+plots and one HTML page; ``rlwrappers list`` prints the perturbed env IDs, the perturbations, the schedules and
+the zoo agents. ``rlwrappers COMMAND --help`` explains each.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ import os
 import sys
 import textwrap
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 
 from rlwrappers import schedule
 from rlwrappers.core import perturbations
-from rlwrappers.error import Error
+from rlwrappers.error import Error, InvalidArgument
 from rlwrappers.registration import NAMESPACE, catalogue
+from rlwrappers.sweeps import SWEEPS
 
 __all__ = ["main"]
 
@@ -41,6 +44,9 @@ DEMO_SHIFTS = {
     "dynamics": "dynamics_shift(scales={'length': 1.5}, when=prob(p=0.5))",
     "param_noise": "param_noise(std=0.3)",
 }
+
+#: States per shift that ``evaluate`` and ``sweep`` probe for flips and perceptual distances.
+PROBE = 64
 
 TRUST = (
     "Agent files: a zoo name loads weights that run no code. An SB3 .zip is unpickled, which runs code stored "
@@ -84,30 +90,96 @@ def _list(parts: Sequence[str]) -> None:
             print(f"  {name:<32} seeds {seeds:<6} trained on {trained}; clean return {sum(clean) / len(clean):.1f}")
 
 
-def _evaluate(args: argparse.Namespace) -> int:
-    import rlwrappers as rw
+def _agents(values: Sequence[str]) -> Any:
+    """``--agent`` values: one source, or several, each ``NAME=SOURCE`` or a source named by its stem."""
+    if len(values) == 1 and "=" not in values[0]:
+        return values[0]
+    named: dict[str, str] = {}
+    for value in values:
+        name, _, source = value.rpartition("=")
+        name = name or (Path(source).stem if source.endswith(".zip") else source)
+        if name in named:
+            raise InvalidArgument(f"--agent names must differ; {name!r} is given twice (write NAME=SOURCE)")
+        named[name] = source
+    return named
+
+
+def _placement(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``wrappers`` and ``outer_wrappers`` of ``--atari`` and ``--placement``."""
+    if not args.atari:
+        if args.placement != "raw":
+            raise InvalidArgument("--placement applies only with --atari (the preprocessing it places shifts in)")
+        return {}
+    import ale_py
+
+    from rlwrappers.sb3 import atari_wrapper
+
+    gym.register_envs(ale_py)
+    return {"outer_wrappers": [atari_wrapper]} if args.placement == "raw" else {"wrappers": [atari_wrapper]}
+
+
+def _run_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options ``evaluate`` and ``sweep`` share."""
+    return {
+        "episodes": args.episodes,
+        "seeds": args.seed_list if args.seed_list else args.seeds,
+        "out": args.out,
+        "deterministic": not args.stochastic,
+        "lives_as_episodes": args.lives_as_episodes,
+        "backend": args.backend,
+        "workers": args.workers,
+        "progress": not args.quiet,
+        "probe": args.probe,
+        **_placement(args),
+    }
+
+
+def _finish(result: Any, args: argparse.Namespace) -> int:
+    """Prints the tables and writes the report of a finished run."""
     from rlwrappers.report import format_table, write_report
 
-    seeds: int | list[int] = args.seed_list if args.seed_list else args.seeds
-    result = rw.evaluate(
-        args.agent,
-        args.env,
-        args.shift,
-        episodes=args.episodes,
-        seeds=seeds,
-        out=args.out,
-        when=args.when,
-        deterministic=not args.stochastic,
-        lives_as_episodes=args.lives_as_episodes,
-        backend=args.backend,
-        workers=args.workers,
-        progress=not args.quiet,
-    )
     print(format_table(result.summary()))
     if not args.no_report:
-        print(f"Report: {write_report(result).resolve()}")
+        page = write_report(result, minimum=args.min_score, lpips=_lpips(args))
+        impact = page.parent / "impact.csv"
+        if impact.exists():
+            import pandas as pd
+
+            table = pd.read_csv(impact, index_col=[0, 1])
+            print()
+            print(format_table(table[["impact", "flip_rate", "ssim", "lpips"]]))
+        print(f"Report: {page.resolve()}")
     print(f"Logs: {result.path.resolve()}")
     return 0
+
+
+def _lpips(args: argparse.Namespace) -> Any:
+    if args.lpips_weights is None:
+        return "auto"
+    from rlwrappers.metrics.perceptual import LPIPS
+
+    return LPIPS(weights=args.lpips_weights)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    import rlwrappers as rw
+
+    result = rw.evaluate(_agents(args.agent), args.env, args.shift, when=args.when, **_run_options(args))
+    return _finish(result, args)
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from rlwrappers.sweeps import sweep
+
+    values = None
+    if args.values is not None:
+        try:
+            values = [float(v) if any(c in v for c in ".eE") else int(v) for v in args.values.split(",")]
+        except ValueError:
+            raise InvalidArgument(f"--values must be numbers separated by commas, received {args.values!r}") from None
+    options = _run_options(args)
+    result = sweep(_agents(args.agent), args.env, args.shift, args.param, values, **options)
+    return _finish(result, args)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -115,11 +187,12 @@ def _demo(args: argparse.Namespace) -> int:
         f"Evaluating the zoo agent {DEMO_AGENT} on {DEMO_ENV} clean and under seed 002's six kinds of uncertainty,\n"
         f"{DEMO_SEEDS} seeds x {DEMO_EPISODES} episodes each, paired with same-seed clean runs."
     )
-    args.agent, args.env = DEMO_AGENT, DEMO_ENV
+    args.agent, args.env = [DEMO_AGENT], DEMO_ENV
     args.shift = dict(DEMO_SHIFTS)
     args.episodes, args.seeds, args.seed_list = DEMO_EPISODES, DEMO_SEEDS, None
     args.when, args.stochastic, args.lives_as_episodes, args.backend = None, False, False, "local"
-    args.no_report = False
+    args.no_report, args.probe, args.atari, args.placement = False, 0, False, "raw"
+    args.min_score, args.lpips_weights = None, None
     return _evaluate(args)
 
 
@@ -132,8 +205,59 @@ def _report(args: argparse.Namespace) -> int:
         missing = int((evaluation.index["status"] != "complete").sum())
         print(f"PARTIAL: {missing} of {len(evaluation.index)} runs have not finished; the numbers leave them out.")
     print(format_table(evaluation.summary()))
-    print(f"Report: {write_report(evaluation, args.out).resolve()}")
+    page = write_report(evaluation, args.out, minimum=args.min_score, lpips=_lpips(args))
+    print(f"Report: {page.resolve()}")
     return 0
+
+
+def _run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments ``evaluate`` and ``sweep`` share."""
+    parser.add_argument("--env", required=True, help="a Gymnasium ID, e.g. CartPole-v1")
+    parser.add_argument(
+        "--agent",
+        required=True,
+        action="append",
+        help="a zoo name (NAME or NAME@SEED) or the path of an SB3 .zip; repeat as NAME=SOURCE to compare agents",
+    )
+    parser.add_argument("--episodes", type=int, default=10, help="episodes per run (default: 10)")
+    parser.add_argument("--seeds", type=int, default=5, help="number of run seeds, 0..N-1 (default: 5)")
+    parser.add_argument("--seed-list", type=int, nargs="+", metavar="SEED", help="explicit run seeds instead")
+    parser.add_argument("--out", required=True, help="the run directory")
+    parser.add_argument("--stochastic", action="store_true", help="sample actions (seeded per episode)")
+    parser.add_argument("--lives-as-episodes", action="store_true", help="Atari: one life is one episode")
+    parser.add_argument(
+        "--atari",
+        action="store_true",
+        help="give the agent SB3's Atari preprocessing (frame skip 4, 84x84 grayscale, 4 stacked frames; each life "
+        "one episode): for agents trained with make_atari_env and VecFrameStack on a NoFrameskip env",
+    )
+    parser.add_argument(
+        "--placement",
+        choices=("raw", "input"),
+        default="raw",
+        help="with --atari: corruptions strike the raw frame (default) or the network input; attacks always "
+        "strike the network input",
+    )
+    parser.add_argument(
+        "--probe", type=int, default=PROBE, help=f"states per shift for flips and LPIPS (default: {PROBE}; 0: none)"
+    )
+    parser.add_argument("--backend", choices=("local", "ray"), default="local", help="where runs go (default: local)")
+    parser.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU cores)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _report_arguments(parser: argparse.ArgumentParser, *, skippable: bool = True) -> None:
+    """The arguments of the report; ``skippable`` adds ``--no-report``."""
+    if skippable:
+        parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    parser.add_argument(
+        "--min-score", type=float, help="the env's minimum score for impact (default: known Atari games' own)"
+    )
+    parser.add_argument(
+        "--lpips-weights",
+        metavar="PATH",
+        help="the LPIPS trunk's weights file (default: looked up in $TORCH_HOME and torch's hub cache)",
+    )
 
 
 def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
@@ -172,17 +296,23 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
             in both arms, so the two arms differ only by the shift. Each run writes a log under --out, with an
             index; run the same command again to resume an interrupted sweep.
 
-            example:
+            With --probe N (default 64), each shift that acts on observations is also measured at N states of the
+            clean game: how often it flips the agent's action, and how far (L-inf, L2, SSIM, LPIPS) it moves
+            the agent's input. The report shows impact per shift, those measures, Fourier spectra, and a curve
+            for every group of shifts that differ in one parameter.
+
+            examples:
               rlwrappers evaluate --env CartPole-v1 --agent ppo-CartPole-v1 \\
                   --shift "obs_noise(std=0.1)" --shift "action_noise(p=0.2)" --episodes 20 --seeds 5 --out runs/cp
+              rlwrappers evaluate --env BreakoutNoFrameskip-v4 --atari --agent agents/ppo-breakout.zip \\
+                  --shift "fgsm(eps=0.01)" --shift "jpeg(quality=20)" --episodes 5 --seeds 3 --out runs/breakout
 
             """
         )
         + TRUST,
         formatter_class=raw,
     )
-    evaluate.add_argument("--env", required=True, help="a Gymnasium ID, e.g. CartPole-v1")
-    evaluate.add_argument("--agent", required=True, help="a zoo name (NAME or NAME@SEED) or the path of an SB3 .zip")
+    _run_arguments(evaluate)
     evaluate.add_argument(
         "--shift",
         action="append",
@@ -190,17 +320,36 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         metavar="SPEC",
         help="a perturbation spec, e.g. 'obs_noise(std=0.1)' (repeat for more; `rlwrappers list perturbations`)",
     )
-    evaluate.add_argument("--episodes", type=int, default=10, help="episodes per run (default: 10)")
-    evaluate.add_argument("--seeds", type=int, default=5, help="number of run seeds, 0..N-1 (default: 5)")
-    evaluate.add_argument("--seed-list", type=int, nargs="+", metavar="SEED", help="explicit run seeds instead")
-    evaluate.add_argument("--out", required=True, help="the run directory")
     evaluate.add_argument("--when", help="schedule of shifts that set none, e.g. 'starting(episode=5)'")
-    evaluate.add_argument("--stochastic", action="store_true", help="sample actions (seeded per episode)")
-    evaluate.add_argument("--lives-as-episodes", action="store_true", help="Atari: one life is one episode")
-    evaluate.add_argument("--backend", choices=("local", "ray"), default="local", help="where runs go (default: local)")
-    evaluate.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU cores)")
-    evaluate.add_argument("--no-report", action="store_true", help="skip the HTML report")
-    evaluate.add_argument("--quiet", action="store_true", help="no progress bar")
+    _report_arguments(evaluate)
+
+    sweep = commands.add_parser(
+        "sweep",
+        help="run one perturbation at each value of one parameter: impact, flips and LPIPS against it",
+        description=textwrap.dedent(
+            f"""\
+            Evaluates the agents under one perturbation at each value of one parameter, each paired with
+            same-seed clean runs and probed at {PROBE} states, and reports impact, flip rate, SSIM and LPIPS
+            against the parameter, with the mildest value reaching impact 0.5 (the edge of imperceptibility).
+            --shift is a default sweep ({", ".join(SWEEPS)}) or a perturbation spec whose other parameters
+            stay fixed, with --param and --values.
+
+            examples:
+              rlwrappers sweep --env BreakoutNoFrameskip-v4 --atari --agent ppo=agents/ppo-breakout.zip \\
+                  --shift jpeg --episodes 5 --seeds 3 --out runs/jpeg
+              rlwrappers sweep --env CartPole-v1 --agent ppo-CartPole-v1 --shift obs_noise --param std \\
+                  --values 0.05,0.1,0.2,0.4 --min-score 0 --out runs/noise
+
+            """
+        )
+        + TRUST,
+        formatter_class=raw,
+    )
+    _run_arguments(sweep)
+    sweep.add_argument("--shift", required=True, help="a default sweep name or a perturbation spec")
+    sweep.add_argument("--param", help="the parameter to vary (default: the sweep's own)")
+    sweep.add_argument("--values", help="its values, mildest first, separated by commas (default: the sweep's range)")
+    _report_arguments(sweep)
 
     report = commands.add_parser(
         "report",
@@ -211,6 +360,7 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     )
     report.add_argument("run_dir", metavar="RUN_DIR")
     report.add_argument("--out", help="where to write (default: RUN_DIR/report)")
+    _report_arguments(report, skippable=False)
 
     listing = commands.add_parser("list", help="list perturbed env IDs, perturbations, schedules and zoo agents")
     listing.add_argument("parts", nargs="*", metavar="PART", help=f"what to list: {', '.join(_PARTS)} (default: all)")
@@ -221,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
     parser, listing = _parser()
     args = parser.parse_args(argv)
-    handlers: dict[str, Any] = {"demo": _demo, "evaluate": _evaluate, "report": _report}
+    handlers: dict[str, Any] = {"demo": _demo, "evaluate": _evaluate, "sweep": _sweep, "report": _report}
     try:
         if args.command == "list":
             unknown = [p for p in args.parts if p not in _PARTS]

@@ -13,6 +13,7 @@ Each run writes one :class:`~rlwrappers.record.Recorder` log. The run directory 
       evaluation.json          what was asked: agents, env, shifts, episodes, seeds, options
       index.json               one row per run: agent, shift, seed, log path, status, mean return
       logs/<agent>/<shift>/seed<k>/   one log per run
+      probes/<agent>/<shift>.npz      with ``probe=N``: N states seen with and without each shift (:class:`Probe`)
 
 Runs go to local worker processes by default (``workers``) or to Ray (``backend="ray"``, the ``ray`` extra),
 which gives the same returns. A sweep that was interrupted resumes where it stopped: runs whose logs are
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import gymnasium as gym
 import numpy as np
+from numpy.typing import NDArray
 
 from rlwrappers import agents as agents_module
 from rlwrappers import seeding
@@ -50,7 +52,9 @@ __all__ = [
     "BASELINE",
     "Evaluation",
     "LivesAsEpisodes",
+    "Probe",
     "RunSpec",
+    "Stack",
     "episode_seed",
     "evaluate",
     "open_evaluation",
@@ -139,6 +143,7 @@ class _Settings:
     episodes: int
     deterministic: bool
     lives_as_episodes: bool
+    probe: int = 0
     agent_sources: dict[str, str | None] = field(default_factory=dict)
 
 
@@ -215,29 +220,60 @@ def _resolve(agent: Any, settings: _Settings, env: gym.Env[Any, Any]) -> agents_
     return agents_module.adapt(agent, env.observation_space, env.action_space)
 
 
+@dataclass(frozen=True)
+class Stack:
+    """The wrappers around an arm's shift: ``under`` it (the env's own) and ``over`` it (the agent's preprocessing).
+
+    A shift acts on what the ``under`` wrappers emit. Perturbations that act on the agent's own input (those
+    that need the agent: gradient attacks, parameter noise) go above the ``over`` wrappers instead.
+    """
+
+    under: tuple[Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]], ...] = ()
+    over: tuple[Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]], ...] = ()
+
+
+def _on_agent_input(entry: Mapping[str, Any]) -> bool:
+    """Whether a stored perturbation acts on the agent's own input, above any preprocessing."""
+    return Entry.parse(entry).perturbation.needs_agent
+
+
 def _make_env(
-    settings: _Settings, shift: str, wrappers: Sequence[Callable[..., Any]]
+    settings: _Settings, shift: str, stack: Stack, *, always: bool = False
 ) -> tuple[gym.Env[Any, Any], LivesAsEpisodes | None]:
-    """The env of one arm, and its :class:`LivesAsEpisodes` layer when lives count as episodes."""
+    """The env of one arm, and its :class:`LivesAsEpisodes` layer when lives count as episodes.
+
+    Without ``over`` wrappers, lives are counted under the shift, so a shift's schedule counts lives; with
+    them, above the preprocessing (which must see whole games), so a shift under it counts games.
+    ``always`` makes the shift act at every step, whatever its schedule.
+    """
+    entries = settings.shifts.get(shift, []) if shift != BASELINE else []
+    if always:
+        entries = [{**e, "when": "always"} for e in entries]
     env = gym.make(settings.env_id, **settings.env_kwargs)
-    for wrapper in wrappers:
+    for wrapper in stack.under:
         env = wrapper(env)
     lives = None
-    if settings.lives_as_episodes:
+    if settings.lives_as_episodes and not stack.over:
         env = lives = LivesAsEpisodes(env)
-    if shift != BASELINE:
-        env = wrap(env, *settings.shifts[shift])
+    below = [e for e in entries if not _on_agent_input(e)]
+    if below:
+        env = wrap(env, *below)
+    for wrapper in stack.over:
+        env = wrapper(env)
+    if settings.lives_as_episodes and stack.over:
+        env = lives = LivesAsEpisodes(env)
+    above = [e for e in entries if _on_agent_input(e)]
+    if above:
+        env = wrap(env, *above)
     return env, lives
 
 
-def run(
-    spec: RunSpec, agent: Any, settings: _Settings, root: str, wrappers: Sequence[Callable[..., Any]] = ()
-) -> dict[str, Any]:
+def run(spec: RunSpec, agent: Any, settings: _Settings, root: str, stack: Stack = Stack()) -> dict[str, Any]:
     """Runs one (agent, shift, seed) and writes its log; returns its index row."""
     from rlwrappers.record import Recorder
 
     start = time.time()
-    env, lives = _make_env(settings, spec.shift, wrappers)
+    env, lives = _make_env(settings, spec.shift, stack)
     actor = _resolve(agent, settings, env)
     agents_module.check_compatible(actor, env)
     path = Path(root) / spec.path
@@ -271,6 +307,129 @@ def run(
     }
 
 
+# -- probes ----------------------------------------------------------------------------------------------
+#: Run seed of the probe's episodes; a probe keeps every PROBE_STRIDE-th decision.
+PROBE_SEED: Final = 2**31 - 1
+PROBE_STRIDE: Final = 4
+PROBE_DIR: Final = "probes"
+
+
+def probe_path(agent: str, shift: str) -> str:
+    """Where the probe of (agent, shift) lies in a run directory."""
+    return f"{PROBE_DIR}/{_directory_name(agent)}/{_directory_name(shift)}.npz"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """States at which one agent's input was seen with and without one shift (see :func:`evaluate`'s ``probe``).
+
+    Two copies of the arm's env, one clean and one under the shift (acting at every step, whatever its
+    schedule), are reset with the same seeds and both stepped with the action the agent takes on the clean
+    input, so they go through the same states. Every ``PROBE_STRIDE``-th decision is kept: the agent's input
+    in both copies and the action the agent takes on each (a stochastic agent draws both from generators
+    seeded alike, so only the input differs). Only shifts whose perturbations all act on observations have a
+    probe: any other would change the course of the copy it acts on.
+
+    Attributes:
+        clean: the clean inputs, shape ``(states, *observation shape)``.
+        shifted: the same states' inputs under the shift.
+        clean_action: the agent's action on each clean input.
+        shifted_action: its action on each shifted input.
+        episode: the probe episode of each state.
+        step: its step within that episode.
+    """
+
+    clean: NDArray[Any]
+    shifted: NDArray[Any]
+    clean_action: NDArray[Any]
+    shifted_action: NDArray[Any]
+    episode: NDArray[np.int64]
+    step: NDArray[np.int64]
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Probe:
+        """Reads a probe file."""
+        with np.load(path) as data:
+            return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the probe (compressed) in one step: a reader never sees half a file."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        with tmp.open("wb") as f:
+            np.savez_compressed(f, **asdict(self))
+        tmp.replace(target)
+
+    @property
+    def flipped(self) -> NDArray[np.bool_]:
+        """Whether the shift changed the agent's action, per state."""
+        differ = self.clean_action != self.shifted_action
+        return differ.reshape(len(differ), -1).any(axis=1) if differ.ndim > 1 else differ
+
+
+def _probeable(settings: _Settings, shift: str) -> bool:
+    """Whether a shift can be probed: all its perturbations act on observations."""
+    return all(Entry.parse(e).perturbation.channel == "observation" for e in settings.shifts[shift])
+
+
+def _run_probes(agents: Mapping[str, Any], settings: _Settings, root: Path, stack: Stack) -> None:
+    """Probes every (agent, shift) that has no probe file yet."""
+    if not settings.probe:
+        return
+    for name, agent in agents.items():
+        for shift in settings.shifts:
+            path = root / probe_path(name, shift)
+            if not path.exists():
+                _probe(agent, settings, shift, stack, path)
+
+
+def _probe(agent: Any, settings: _Settings, shift: str, stack: Stack, path: Path) -> None:
+    """Collects ``settings.probe`` states of ``shift`` for ``agent`` (see :class:`Probe`) and saves them."""
+    if not _probeable(settings, shift):
+        return
+    plain = _Settings(**{**asdict(settings), "lives_as_episodes": False})
+    clean, _ = _make_env(plain, BASELINE, stack)
+    shifted, _ = _make_env(plain, shift, stack, always=True)
+    actor = _resolve(agent, plain, clean)
+    attach(shifted, actor)
+    rows: list[tuple[Any, ...]] = []
+    try:
+        episode = 0
+        while len(rows) < settings.probe:
+            seed = episode_seed(PROBE_SEED, episode)
+            obs, _ = clean.reset(seed=seed)
+            other, _ = shifted.reset(seed=seed)
+            step, done = 0, False
+            while not done and len(rows) < settings.probe:
+                action = actor.act(obs[None], np.random.default_rng((PROBE_SEED, episode, step)))[0]
+                if step % PROBE_STRIDE == 0:
+                    other_action = actor.act(other[None], np.random.default_rng((PROBE_SEED, episode, step)))[0]
+                    rows.append((obs, other, action, other_action, episode, step))
+                obs, reward, terminated, truncated, _ = clean.step(action)
+                other, other_reward, other_terminated, other_truncated, _ = shifted.step(action)
+                if (reward, terminated, truncated) != (other_reward, other_terminated, other_truncated):
+                    raise LogError(
+                        f"shift {shift!r} changed the env's course, not only what the agent sees (step {step} of"
+                        f" probe episode {episode}): it cannot be probed; evaluate it with probe=0"
+                    )
+                done = terminated or truncated
+                step += 1
+            episode += 1
+    finally:
+        clean.close()
+        shifted.close()
+    columns = list(zip(*rows, strict=True))
+    Probe(
+        clean=np.stack(columns[0]),
+        shifted=np.stack(columns[1]),
+        clean_action=np.stack(columns[2]),
+        shifted_action=np.stack(columns[3]),
+        episode=np.asarray(columns[4], dtype=np.int64),
+        step=np.asarray(columns[5], dtype=np.int64),
+    ).save(path)
+
+
 # -- sweeps ----------------------------------------------------------------------------------------------
 def _init_worker() -> None:
     import sys
@@ -291,8 +450,8 @@ _FORKED: dict[str, Any] = {}
 
 
 def _run_forked(spec: RunSpec, root: str) -> dict[str, Any]:
-    agents, settings, wrappers = _FORKED["agents"], _FORKED["settings"], _FORKED["wrappers"]
-    return run(spec, agents[spec.agent], settings, root, wrappers)
+    agents, settings, stack = _FORKED["agents"], _FORKED["settings"], _FORKED["stack"]
+    return run(spec, agents[spec.agent], settings, root, stack)
 
 
 def _execute(
@@ -300,7 +459,7 @@ def _execute(
     agents: dict[str, Any],
     settings: _Settings,
     root: Path,
-    wrappers: Sequence[Callable[..., Any]],
+    stack: Stack,
     backend: str,
     workers: int,
 ) -> Iterator[dict[str, Any]]:
@@ -308,13 +467,13 @@ def _execute(
     if not todo:
         return
     if backend == "ray":
-        yield from _execute_ray(todo, agents, settings, root, wrappers, workers)
+        yield from _execute_ray(todo, agents, settings, root, stack, workers)
         return
     if workers == 1:
         for spec in todo:
-            yield run(spec, agents[spec.agent], settings, str(root), wrappers)
+            yield run(spec, agents[spec.agent], settings, str(root), stack)
         return
-    _FORKED.update(agents=agents, settings=settings, wrappers=wrappers)
+    _FORKED.update(agents=agents, settings=settings, stack=stack)
     try:
         with _local_pool(workers) as pool:
             pending: set[Future[dict[str, Any]]] = {pool.submit(_run_forked, spec, str(root)) for spec in todo}
@@ -331,7 +490,7 @@ def _execute_ray(
     agents: dict[str, Any],
     settings: _Settings,
     root: Path,
-    wrappers: Sequence[Callable[..., Any]],
+    stack: Stack,
     workers: int,
 ) -> Iterator[dict[str, Any]]:
     ray = require("ray", purpose="the Ray backend")
@@ -341,7 +500,7 @@ def _execute_ray(
     try:
         remote = ray.remote(num_cpus=1)(_run_on_ray)
         agent_refs = {name: ray.put(a) for name, a in agents.items()}
-        pending = [remote.remote(spec, agent_refs[spec.agent], settings, str(root), list(wrappers)) for spec in todo]
+        pending = [remote.remote(spec, agent_refs[spec.agent], settings, str(root), stack) for spec in todo]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             yield ray.get(done[0])
@@ -350,11 +509,9 @@ def _execute_ray(
             ray.shutdown()
 
 
-def _run_on_ray(
-    spec: RunSpec, agent: Any, settings: _Settings, root: str, wrappers: Sequence[Callable[..., Any]]
-) -> dict[str, Any]:
+def _run_on_ray(spec: RunSpec, agent: Any, settings: _Settings, root: str, stack: Stack) -> dict[str, Any]:
     _init_worker()
-    return run(spec, agent, settings, root, wrappers)
+    return run(spec, agent, settings, root, stack)
 
 
 def _complete(root: Path, spec: RunSpec, episodes: int) -> bool:
@@ -377,6 +534,8 @@ def evaluate(
     when: str | Schedule | None = None,
     env_kwargs: Mapping[str, Any] | None = None,
     wrappers: Sequence[Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]] = (),
+    outer_wrappers: Sequence[Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]] = (),
+    probe: int = 0,
     deterministic: bool = True,
     lives_as_episodes: bool = False,
     backend: str = "local",
@@ -396,7 +555,13 @@ def evaluate(
         out: the run directory; an earlier run of the same evaluation there is resumed.
         when: the schedule of shifts that do not set their own (default: always).
         env_kwargs: keyword arguments for ``gym.make``.
-        wrappers: env wrappers applied (in order) under the shifts, e.g. Atari preprocessing the agent expects.
+        wrappers: env wrappers applied (in order) under the shifts: the shifts act on what they emit.
+        outer_wrappers: wrappers applied (in order) over the shifts, e.g. the Atari preprocessing an agent
+            expects when a corruption should strike the raw frame (a change in the game or the camera).
+            Perturbations that need the agent (gradient attacks, parameter noise) act on the agent's own input,
+            above these. With ``lives_as_episodes``, lives are counted above them too.
+        probe: states per (agent, shift) at which to compare the agent's input with and without the shift
+            (0: none); see :class:`Probe`. :mod:`rlwrappers.sweeps` turns them into flip rates, LPIPS and spectra.
         deterministic: let agents act greedily; stochastic agents draw from per-episode generators.
         lives_as_episodes: count each Atari life as one episode (seed 001, Appendix C.1).
         backend: "local" (worker processes) or "ray".
@@ -423,9 +588,12 @@ def evaluate(
         workers = os.cpu_count() or 1
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise InvalidArgument(f"`workers` must be an int >= 1, received {workers!r}")
-    for w in wrappers:
-        if not callable(w):
-            raise InvalidType(f"`wrappers` must hold callables env -> env, received {w!r}")
+    for name, group in (("wrappers", wrappers), ("outer_wrappers", outer_wrappers)):
+        if not all(callable(w) for w in group):
+            raise InvalidType(f"`{name}` must hold callables env -> env, received {list(group)!r}")
+    if not isinstance(probe, (int, np.integer)) or isinstance(probe, bool) or probe < 0:
+        raise InvalidArgument(f"`probe` must be an int >= 0 (states per shift), received {probe!r}")
+    stack = Stack(tuple(wrappers), tuple(outer_wrappers))
     named_agents = _agents(agent)
     settings = _Settings(
         env_id=env_id,
@@ -434,10 +602,11 @@ def evaluate(
         episodes=int(episodes),
         deterministic=bool(deterministic),
         lives_as_episodes=bool(lives_as_episodes),
+        probe=int(probe),
         agent_sources={name: str(a) if isinstance(a, (str, os.PathLike)) else None for name, a in named_agents.items()},
     )
     run_seeds = _seeds(seeds)
-    _check_applies(named_agents, settings, wrappers)
+    _check_applies(named_agents, settings, stack)
 
     root = Path(out)
     request = {"rlwrappers": __version__, **asdict(settings), "seeds": run_seeds}
@@ -462,19 +631,20 @@ def evaluate(
     bar = _progress(len(specs) * settings.episodes, progress)
     bar.update((len(specs) - len(todo)) * settings.episodes)
     try:
-        for row in _execute(todo, named_agents, settings, root, wrappers, backend, min(workers, max(len(todo), 1))):
+        for row in _execute(todo, named_agents, settings, root, stack, backend, min(workers, max(len(todo), 1))):
             index[row["path"]] = row
             _write_index(root, index)
             bar.update(settings.episodes)
     finally:
         bar.close()
+    _run_probes(named_agents, settings, root, stack)
     return open_evaluation(root)
 
 
-def _check_applies(agents: Mapping[str, Any], settings: _Settings, wrappers: Sequence[Callable[..., Any]]) -> None:
+def _check_applies(agents: Mapping[str, Any], settings: _Settings, stack: Stack) -> None:
     """Builds each arm's env and fits each agent to it, so bad specs and agents fail before any run."""
     for shift in (BASELINE, *settings.shifts):
-        env, _ = _make_env(settings, shift, wrappers)
+        env, _ = _make_env(settings, shift, stack)
         try:
             for a in agents.values():
                 agents_module.check_compatible(_resolve(a, settings, env), env)
@@ -581,6 +751,16 @@ class Evaluation:
         episodes of the return minus the same episode's return in the counterfactual run.
         """
         return summarize(self.episodes(), alphas)
+
+    def probes(self) -> dict[tuple[str, str], Probe]:
+        """The probe of every (agent, shift) that has one, by (agent, shift); see :class:`Probe`."""
+        out = {}
+        for agent in self.index["agent"].unique():
+            for shift in self.request.get("shifts") or {}:
+                path = self.path / probe_path(str(agent), shift)
+                if path.exists():
+                    out[str(agent), shift] = Probe.load(path)
+        return out
 
 
 def summarize(episodes: pd.DataFrame, alphas: Sequence[float] = (0.5, 1.0, 2.0)) -> pd.DataFrame:

@@ -38,6 +38,7 @@ __all__ = [
     "paired_deltas",
     "pareto",
     "return_distributions",
+    "sweep_curves",
 ]
 
 #: Methods past this many share colours again.
@@ -364,4 +365,79 @@ def band_energy_differences(
     ax.set_ylabel("E_perturbed(f) - E_clean(f)")
     ax.set_title("Change of energy per spatial-frequency band")
     ax.legend(fontsize="small")
+    return fig
+
+
+#: The panels of :func:`sweep_curves`: column, its standard error's column, the y label.
+_SWEEP_PANELS: Final = (
+    ("impact", "impact_sem", "impact I"),
+    ("flip_rate", None, "action flip rate"),
+    ("lpips", "lpips_sem", "LPIPS"),
+    ("ssim_loss", "ssim_sem", "1 - SSIM"),
+)
+
+
+def sweep_curves(
+    table: pd.DataFrame,
+    values: ArrayLike,
+    shifts: list[str],
+    *,
+    param: str,
+    title: str = "",
+    edges: Mapping[str, float] | None = None,
+) -> Figure:
+    """Impact, flip rate and perceptual distance against one parameter, one line per agent (Figures 2-3).
+
+    Panels whose column holds no number (no minimum score, no probe, no LPIPS weights) are left out. Error
+    bars are standard errors. When the values fall as the shift grows stronger (JPEG quality), the x axis is
+    reversed so that strength always grows to the right.
+
+    Args:
+        table: a :func:`rlwrappers.sweeps.sweep_table`, indexed by (agent, shift).
+        values: the parameter's value of each shift.
+        shifts: the shifts, in the order of ``values``.
+        param: the parameter's name (the x label).
+        title: the figure's title.
+        edges: agent -> the edge of imperceptibility on this curve, drawn as a dotted vertical line.
+
+    Raises:
+        InvalidArgument: ``values`` and ``shifts`` differ in length, or fewer than two values.
+    """
+    x = np.asarray(values, dtype=np.float64).ravel()
+    if len(x) != len(shifts) or len(x) < 2:
+        raise InvalidArgument(
+            f"`values` and `shifts` must list the same two or more shifts, received {len(x)} and {len(shifts)}"
+        )
+    agents = list(dict.fromkeys(str(a) for a in table.index.get_level_values("agent")))
+    panels = [p for p in _SWEEP_PANELS if p[0] in table.columns and np.isfinite(table[p[0]].to_numpy(np.float64)).any()]
+    if not panels:
+        raise InvalidArgument("`table` holds no impact, flip rate or perceptual distance to draw")
+    fig, axes = _row(len(panels), 3.6, 3.2)
+    for ax, (column, sem, label) in zip(axes, panels, strict=True):
+        ax.grid(True, alpha=0.3)
+        for i, agent in enumerate(agents):
+            rows = [table.loc[(agent, s)] if (agent, s) in table.index else None for s in shifts]
+            y = np.array([float(r[column]) if r is not None else np.nan for r in rows])
+            err = np.array([float(r[sem]) if r is not None and sem else np.nan for r in rows])
+            ax.errorbar(
+                x,
+                y,
+                yerr=np.where(np.isfinite(err), err, 0.0),
+                label=agent,
+                color=_colour(i),
+                marker="o",
+                markersize=3.5,
+                capsize=2.5,
+                linewidth=1.4,
+            )
+            if edges and agent in edges and column == "impact":
+                ax.axvline(edges[agent], color=_colour(i), linestyle=":", linewidth=1.2)
+        ax.set_xlabel(param)
+        ax.set_ylabel(label)
+        if x[-1] < x[0]:
+            ax.invert_xaxis()
+    if len(agents) > 1:
+        axes[0].legend(fontsize="small")
+    if title:
+        fig.suptitle(title)
     return fig

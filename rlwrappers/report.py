@@ -6,6 +6,9 @@
       report.html    the request, the summary table, the figures (embedded), and how to read the numbers
       summary.csv    the summary table: one row per (agent, shift)
       lcb.png, pareto.png, returns.png, deltas.png
+      impact.csv     with shifts: impact, flip rate, perturbation size, SSIM and LPIPS per (agent, shift)
+      sweep-<k>.png  one per sweep found (:func:`rlwrappers.sweeps.curves`): the measures against the parameter
+      spectra.png, band-energy.png   with image probes: Fourier spectra and energy per frequency band
       PARTIAL.txt    only while some runs have not finished: which ones
 
 A report of an evaluation with unfinished runs is marked PARTIAL in its title, in a banner that lists the
@@ -20,21 +23,26 @@ import html
 import io
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rlwrappers import plots
+from rlwrappers import plots, sweeps
+from rlwrappers._optional import require
 from rlwrappers._version import __version__
-from rlwrappers.error import InvalidArgument, InvalidType, LogError
+from rlwrappers.error import InvalidArgument, InvalidType, LogError, MissingExtra, MissingFile
 from rlwrappers.evaluation import BASELINE, Evaluation, open_evaluation, summarize
 from rlwrappers.spec import format_call
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
+
+    from rlwrappers.metrics.perceptual import LPIPS
 
 __all__ = ["CURVE_ALPHAS", "TABLE_ALPHAS", "format_table", "write_report"]
 
@@ -44,6 +52,12 @@ TABLE_ALPHAS: Final = (0.5, 1.0, 2.0)
 CURVE_ALPHA_MAX: Final = 3.0
 CURVE_ALPHAS: Final = tuple(np.linspace(0.0, CURVE_ALPHA_MAX, 61).tolist())
 PARTIAL_FILE: Final = "PARTIAL.txt"
+#: The edges of imperceptibility read off each sweep: measure -> the level it must reach.
+EDGE_TARGETS: Final = MappingProxyType({"impact": 0.5, "flip_rate": 0.5})
+#: The columns of the impact table.
+IMPACT_COLUMNS: Final = ("clean", "shifted", "impact", "impact_sem", "flip_rate", "linf", "l2", "ssim", "lpips")
+#: At most this many shifts share the spectrum figures.
+SPECTRA_SHIFTS: Final = 8
 MISSING: Final = "n/a"
 
 _EXPLANATION: Final = """
@@ -228,6 +242,167 @@ def _figures(
     return figures
 
 
+# -- impact, flips, perceptual distance, sweeps and spectra ------------------------------------------------
+_SHIFT_EXPLANATION: Final = """
+<p><b>impact</b> is eq. 3 of Korkmaz (2023), <code>(clean - shifted) / (clean - minimum)</code>, on the mean returns
+of the shifted runs and their same-seed counterfactuals: 0 when the shift costs nothing, 1 when it drives the
+return to the game's minimum score; <b>impact_sem</b> is its standard error over run seeds. The other measures come
+from the probe: states visited by the agent on the clean env, each seen with and without the shift.
+<b>flip_rate</b> is the share of them where the shift changes the agent's action; <b>linf</b> and <b>l2</b> are the
+mean sizes of shifted minus clean input (uint8 images in [0, 1] pixel scale, like an attack's eps); <b>ssim</b>
+(1 for identical images) and <b>lpips</b> (0 for identical images) compare the agent's clean and shifted inputs,
+frame by frame for stacks.</p>
+"""
+
+
+@dataclass(frozen=True)
+class _ShiftMeasures:
+    """What the report shows about the shifts: the impact table, the sweeps and their edges, and notes."""
+
+    table: pd.DataFrame
+    curves: list[sweeps.Curve]
+    edges: pd.DataFrame | None
+    notes: list[str]
+
+
+def _lpips_model(lpips: LPIPS | str | None) -> tuple[LPIPS | None, str]:
+    """The LPIPS model to use and a sentence that says which, or why there is none."""
+    if lpips is None:
+        return None, "LPIPS: not asked for (n/a)."
+    if not isinstance(lpips, str):
+        return lpips, f"LPIPS: {lpips.label}."
+    if lpips != "auto":
+        raise InvalidArgument(f"`lpips` must be 'auto', an LPIPS model or None, received {lpips!r}")
+    from rlwrappers.metrics.perceptual import LPIPS
+
+    try:
+        model = LPIPS()
+    except (MissingFile, MissingExtra) as exc:
+        return None, f"LPIPS: n/a, {exc}"
+    return model, f"LPIPS: {model.label}."
+
+
+def _edges(table: pd.DataFrame, curves: list[sweeps.Curve]) -> pd.DataFrame | None:
+    """Per agent and sweep, the mildest value reaching each of :data:`EDGE_TARGETS`, and the LPIPS there."""
+    pd = require("pandas", purpose="reports")
+    rows = []
+    for curve in curves:
+        for agent in table.index.get_level_values("agent").unique():
+            row: dict[str, Any] = {"agent": agent, "sweep": curve.title}
+            for metric, target in EDGE_TARGETS.items():
+                if not np.isfinite(table[metric].to_numpy(np.float64)).any():
+                    continue
+                found = sweeps.edge(table, curve, target, metric, agent=str(agent))
+                row[f"{metric}>={target} at"] = found["value"] if found["value"] is not None else np.nan
+                row[f"{metric} LPIPS there"] = found["lpips"] if found["lpips"] is not None else np.nan
+            rows.append(row)
+    if not rows or all(len(r) == 2 for r in rows):
+        return None
+    return pd.DataFrame(rows).set_index(["agent", "sweep"])
+
+
+def _shift_measures(
+    evaluation: Evaluation, minimum: float | str | None, lpips: LPIPS | str | None
+) -> _ShiftMeasures | None:
+    if not evaluation.request.get("shifts"):
+        return None
+    model, lpips_note = _lpips_model(lpips)
+    table = sweeps.sweep_table(evaluation, minimum, model)
+    notes = [lpips_note]
+    if minimum is None:
+        minimum = sweeps.resolve_minimum(str(evaluation.request.get("env_id")), evaluation.request.get("env_kwargs"))
+    notes.append(
+        f"Minimum score: {minimum}."
+        if minimum is not None
+        else "Minimum score: unknown for this env, so impact is n/a; pass one (`rlwrappers report --min-score`)."
+    )
+    if not evaluation.request.get("probe"):
+        notes.append("No probe was run (`--probe N`), so flip rates and perceptual distances are n/a.")
+    curves = sweeps.curves(evaluation)
+    return _ShiftMeasures(table, curves, _edges(table, curves), notes)
+
+
+def _spectrum_shifts(evaluation: Evaluation, measures: _ShiftMeasures) -> list[str]:
+    """The shifts shown in the spectrum figures: all, or the strongest of each sweep and the others."""
+    shifts = list(evaluation.request.get("shifts") or {})
+    if len(shifts) <= SPECTRA_SHIFTS:
+        return shifts
+    on_curves = {s for c in measures.curves for s in c.shifts}
+    chosen = [c.shifts[-1] for c in measures.curves] + [s for s in shifts if s not in on_curves]
+    return list(dict.fromkeys(chosen))[:SPECTRA_SHIFTS]
+
+
+def _shift_figures(evaluation: Evaluation, measures: _ShiftMeasures) -> dict[str, tuple[str, Figure]]:
+    figures: dict[str, tuple[str, Figure]] = {}
+    for k, curve in enumerate(measures.curves):
+        edges = {}
+        if measures.edges is not None and f"impact>={EDGE_TARGETS['impact']} at" in measures.edges:
+            for (agent, title), value in measures.edges[f"impact>={EDGE_TARGETS['impact']} at"].items():
+                if title == curve.title and np.isfinite(value):
+                    edges[str(agent)] = float(value)
+        figures[f"sweep-{k}.png"] = (
+            f"{curve.title}: impact (with standard errors over seeds), flip rate and perceptual distance against "
+            f"{curve.param}, strength growing to the right; a dotted line marks where impact first reaches "
+            f"{EDGE_TARGETS['impact']}.",
+            plots.sweep_curves(
+                measures.table, curve.values, list(curve.shifts), param=curve.param, title=curve.title, edges=edges
+            ),
+        )
+    probes = evaluation.probes()
+    agents = list(dict.fromkeys(a for a, _ in probes))
+    if not agents:
+        return figures
+    agent = agents[0]
+    chosen = [s for s in _spectrum_shifts(evaluation, measures) if (agent, s) in probes]
+    images = {s: probes[agent, s] for s in chosen if probes[agent, s].clean.dtype == np.uint8}
+    if not images:
+        return figures
+    clean = next(iter(images.values())).clean
+    same = {s: p.shifted for s, p in images.items() if np.array_equal(p.clean, clean)}
+    if not same:
+        return figures
+    figures["spectra.png"] = (
+        f"Fourier spectra of {agent}'s input at the probed states (Figure 4 of Korkmaz 2023), averaged over states "
+        "and stacked frames.",
+        plots.fourier_spectra(clean, same),
+    )
+    figures["band-energy.png"] = (
+        "The change of total energy E(f) per spatial-frequency band that each shift makes (Figure 5): above 0 "
+        "it adds energy at that frequency, below 0 it removes it.",
+        plots.band_energy_differences(clean, same),
+    )
+    return figures
+
+
+def _shift_html(measures: _ShiftMeasures, images: Mapping[str, tuple[str, str]]) -> str:
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in measures.notes)
+    parts = [
+        "<h2>Impact and imperceptibility</h2>",
+        "<p>One row per agent and shift.</p>",
+        _html_table(measures.table[list(IMPACT_COLUMNS)]),
+        f"<ul>{notes}</ul>",
+        _SHIFT_EXPLANATION,
+    ]
+    if measures.edges is not None:
+        targets = " and ".join(f"{m} {t}" for m, t in EDGE_TARGETS.items())
+        parts += [
+            "<h3>Edges of imperceptibility</h3>",
+            f"<p>Per sweep, the mildest value (in the order listed) that reaches {html.escape(targets)}, and the "
+            "LPIPS of the shift there; n/a where no value reaches it.</p>",
+            _html_table(measures.edges),
+        ]
+    parts.append(_figures_html(images))
+    return "\n".join(parts)
+
+
+def _figures_html(images: Mapping[str, tuple[str, str]]) -> str:
+    return "".join(
+        f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>\n"
+        for name, (caption, data) in images.items()
+    )
+
+
 def _request_html(evaluation: Evaluation) -> str:
     request = evaluation.request
     index = evaluation.index
@@ -266,7 +441,11 @@ def _missing_runs(index: pd.DataFrame) -> list[str]:
 
 
 def _page(
-    evaluation: Evaluation, summary: pd.DataFrame, images: Mapping[str, tuple[str, str]], missing: list[str]
+    evaluation: Evaluation,
+    summary: pd.DataFrame,
+    images: Mapping[str, tuple[str, str]],
+    missing: list[str],
+    shift_section: str = "",
 ) -> str:
     env_id = str(evaluation.request.get("env_id", "?"))
     title = f"{'PARTIAL ' if missing else ''}Evaluation report: {env_id}"
@@ -278,11 +457,7 @@ def _page(
             "finished</h2><p>Every number and figure below leaves these runs out and will change when they finish; "
             f"run the same evaluation again to finish them.</p><ul>{items}</ul></div>"
         )
-    figures = "".join(
-        f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{data}">'
-        f"<figcaption>{html.escape(caption)}</figcaption></figure>\n"
-        for name, (caption, data) in images.items()
-    )
+    figures = _figures_html(images)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -300,6 +475,7 @@ def _page(
 {_html_table(summary)}
 <h2>Figures</h2>
 {figures}
+{shift_section}
 <h2>How to read the numbers</h2>
 {_EXPLANATION}
 <p><small>Written by rlwrappers {html.escape(__version__)} from {html.escape(str(evaluation.path))}.</small></p>
@@ -313,6 +489,8 @@ def write_report(
     out_dir: str | os.PathLike[str] | None = None,
     *,
     alphas: Sequence[float] | None = None,
+    minimum: float | str | None = None,
+    lpips: LPIPS | str | None = "auto",
 ) -> Path:
     """Writes an evaluation's report: ``report.html`` (self-contained), ``summary.csv`` and the PNG figures.
 
@@ -321,6 +499,11 @@ def write_report(
         out_dir: where to write (default: ``<run dir>/report``); created if needed, earlier files replaced.
         alphas: the alphas of the summary's LCB columns (default 0.5, 1, 2); the LCB curve spans 0 to 3, or to
             the largest of them.
+        minimum: the env's fixed minimum score for impact (a number or an Atari game name); None looks it up
+            (:func:`rlwrappers.sweeps.resolve_minimum`) and leaves impact n/a when there is none.
+        lpips: the perceptual distance model: ``"auto"`` loads LPIPS from local weights and says n/a in the
+            report when they are missing, an :class:`~rlwrappers.metrics.perceptual.LPIPS` uses that one, None
+            skips it.
 
     Returns:
         The path of ``report.html``.
@@ -355,6 +538,17 @@ def write_report(
         images[name] = (caption, _png(fig, out / name, note))
     if "deltas.png" not in images:
         (out / "deltas.png").unlink(missing_ok=True)
+    for stale in [*out.glob("sweep-*.png"), out / "spectra.png", out / "band-energy.png", out / "impact.csv"]:
+        stale.unlink(missing_ok=True)
+    section = ""
+    measures = _shift_measures(evaluation, minimum, lpips)
+    if measures is not None:
+        measures.table.to_csv(out / "impact.csv")
+        shift_images = {
+            name: (caption, _png(fig, out / name, note))
+            for name, (caption, fig) in _shift_figures(evaluation, measures).items()
+        }
+        section = _shift_html(measures, shift_images)
     page = out / "report.html"
-    page.write_text(_page(evaluation, summary, images, missing), encoding="utf-8")
+    page.write_text(_page(evaluation, summary, images, missing, section), encoding="utf-8")
     return page

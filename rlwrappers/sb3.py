@@ -1,8 +1,11 @@
-"""Stable-Baselines3 vector envs: gradient attacks on the batch the policy really sees.
+"""Stable-Baselines3: gradient attacks on the batch the policy really sees, and SB3's Atari preprocessing.
 
 SB3's Atari agents stack frames in the vector env (``VecFrameStack``), so the network's input exists only
 there. :class:`AttackVecEnv` attacks it, batched across sub-envs, with the same attacks, schedules and log as
 :class:`rlwrappers.vector.Attack` (see :mod:`rlwrappers.vector`).
+
+:func:`atari_wrapper` gives one env the input those agents see, frame stack included, so that single-env
+wrappers and the evaluation runner can serve them.
 """
 
 from __future__ import annotations
@@ -11,18 +14,19 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import gymnasium as gym
 import numpy as np
 
 from rlwrappers._optional import require
 from rlwrappers.core import Perturbation
-from rlwrappers.error import InvalidType
+from rlwrappers.error import InvalidArgument, InvalidType
 from rlwrappers.schedule import Schedule
 from rlwrappers.vector import BatchAttacker
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["AttackVecEnv"]
+__all__ = ["AttackVecEnv", "atari_wrapper"]
 
 require("stable_baselines3", purpose="SB3 vector envs")
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper  # noqa: E402
@@ -102,3 +106,32 @@ class AttackVecEnv(VecEnvWrapper):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the log to a Parquet file."""
         self.attacker.save(path)
+
+
+def atari_wrapper(env: gym.Env[Any, Any], frame_stack: int = 4) -> gym.Env[Any, Any]:
+    """The input SB3's Atari agents see, for one env: uint8 ``(frame_stack, 84, 84)``, channel first.
+
+    SB3's ``AtariWrapper`` as ``make_atari_env`` applies it (30 random no-ops at reset, frame skip 4 with a max
+    over the last two frames, 84x84 grayscale, FIRE at the start of each life where the game needs it) with
+    two changes for evaluation: rewards are not clipped, and while a life ends the episode (as in training),
+    the next ``reset`` goes on with the same game and ignores its seed until the game is over. Then the last
+    ``frame_stack`` frames are stacked channel first, as SB3's ``VecTransposeImage`` hands them to the policy.
+
+    Wrap the raw ALE env, with no frame skip of its own (``BreakoutNoFrameskip-v4``, or
+    ``ALE/Breakout-v5`` with ``frameskip=1``). A corruption that wraps ``env`` before this acts on the raw
+    frame, one that wraps the result acts on the network's input.
+
+    Example:
+        >>> import ale_py, gymnasium as gym
+        >>> gym.register_envs(ale_py)
+        >>> env = atari_wrapper(gym.make("BreakoutNoFrameskip-v4"))
+        >>> env.observation_space.shape
+        (4, 84, 84)
+    """
+    from stable_baselines3.common.atari_wrappers import AtariWrapper
+
+    if not isinstance(frame_stack, int) or isinstance(frame_stack, bool) or frame_stack < 1:
+        raise InvalidArgument(f"`frame_stack` must be an int >= 1, received {frame_stack!r}")
+    env = AtariWrapper(env, screen_size=84, terminal_on_life_loss=True, clip_reward=False)
+    env = gym.wrappers.ReshapeObservation(env, (84, 84))
+    return gym.wrappers.FrameStackObservation(env, frame_stack)
