@@ -119,6 +119,7 @@ def __getattr__(name: str) -> Any:
 
 
 def _register() -> None:
+    import rlwrappers.envs  # noqa: F401 (registers rlwrappers/Catch-v0)
     from rlwrappers.registration import _register_catalogue
 
     _register_catalogue()

@@ -22,7 +22,7 @@ import gymnasium as gym
 from rlwrappers import schedule
 from rlwrappers.core import perturbations
 from rlwrappers.error import Error, InvalidArgument
-from rlwrappers.registration import NAMESPACE, catalogue
+from rlwrappers.registration import base_ids, catalogue
 from rlwrappers.sweeps import SWEEPS
 
 __all__ = ["main"]
@@ -62,7 +62,7 @@ def _list(parts: Sequence[str]) -> None:
         print(f"Registered IDs (gym.make them after `import rlwrappers`), {len(entries)} in the catalogue:")
         for e in entries:
             print(f"  {e.id:<{width}}  {e.spec:<46} {e.doc}")
-        extra = sorted(i for i in gym.registry if i.startswith(f"{NAMESPACE}/") and i not in catalogued)
+        extra = sorted(i for i in base_ids() if i not in catalogued)
         if extra:
             print("Registered in this process with rw.register:")
             for env_id in extra:

@@ -103,14 +103,25 @@ def load(name: str, *, seed: int = 0, deterministic: bool = True) -> SB3Agent:
     sb3 = require("stable_baselines3", purpose="zoo agents")
     algo = getattr(sb3, info["algo"])
     env = gym.make(info["env_id"])
+    space = env.observation_space
     policy = algo.policy_aliases[info["policy"]](
-        env.observation_space, env.action_space, lambda _: 0.0, **_policy_kwargs(info["policy_kwargs"])
+        _policy_space(space), env.action_space, lambda _: 0.0, **_policy_kwargs(info["policy_kwargs"])
     )
     env.close()
     state = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     module = policy if info["module"] == "policy" else getattr(policy, info["module"])
     module.load_state_dict(state)
-    return SB3Agent(policy, deterministic=deterministic)
+    return SB3Agent(policy, deterministic=deterministic, observation_space=space)
+
+
+def _policy_space(space: gym.Space[Any]) -> gym.Space[Any]:
+    """The space SB3 built the policy on: channel-last images are transposed (SB3's ``VecTransposeImage``)."""
+    from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
+    from stable_baselines3.common.vec_env import VecTransposeImage
+
+    if isinstance(space, gym.spaces.Box) and is_image_space(space) and not is_image_space_channels_first(space):
+        return VecTransposeImage.transpose_space(space)
+    return space
 
 
 def _policy_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
