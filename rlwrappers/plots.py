@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -121,8 +122,24 @@ def lcb_curves(
     ax.set_xlabel("alpha (weight of dispersion)")
     ax.set_ylabel(f"LCB = {performance_kind} - alpha * {sigma}")
     ax.set_title("Lower confidence bound of the return")
-    ax.legend(fontsize="small")
+    _legend(fig, ax, len(methods))
     return fig
+
+
+#: Legends longer than this go beside the axes, in columns of this many entries.
+_LEGEND_INSIDE: Final = 10
+_LEGEND_COLUMN: Final = 30
+
+
+def _legend(fig: Figure, ax: Axes, count: int) -> None:
+    """A legend inside the axes, or beside them in columns when it is long (the figure widens to hold it)."""
+    if count <= _LEGEND_INSIDE:
+        ax.legend(fontsize="small")
+        return
+    columns = -(-count // _LEGEND_COLUMN)
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width + 3.4 * columns, max(height, 0.16 * min(count, _LEGEND_COLUMN) + 1.0))
+    fig.legend(loc="outside right upper", fontsize="x-small", ncols=columns)
 
 
 def pareto(
@@ -292,7 +309,7 @@ def fourier_spectra(
     fig, axes = _row(len(states), 2.4, 2.8)
     for ax, (name, _), image in zip(axes, states, images, strict=True):
         ax.imshow(image, cmap=_SPECTRUM_MAP, vmin=0.0, vmax=top, origin="lower", extent=extent)
-        ax.set_title(name, fontsize="medium")
+        ax.set_title(textwrap.fill(name, 24), fontsize="medium")  # long specs wrap instead of overlapping
         ax.set_xlabel("cycles per image (x)")
     axes[0].set_ylabel("cycles per image (y)")
     fig.suptitle("Fourier spectrum log(1 + |F|), zero frequency at the centre")

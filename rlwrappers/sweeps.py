@@ -56,6 +56,7 @@ __all__ = [
     "edge",
     "impacts",
     "resolve_minimum",
+    "specs",
     "state_metrics",
     "sweep",
     "sweep_table",
@@ -91,6 +92,18 @@ SWEEPS: Final[Mapping[str, Sweep]] = MappingProxyType(
 
 #: The metrics :func:`edge` can target, with the direction in which they grow with the shift's strength.
 EDGE_METRICS: Final = ("impact", "flip_rate", "lpips", "ssim_loss")
+
+
+def specs(shift: str, param: str | None = None, values: Sequence[Any] | None = None) -> list[str]:
+    """The spec of each value of a sweep, mildest first: what :func:`sweep` evaluates.
+
+    Arguments as in :func:`sweep`. Join the specs of several sweeps to run them in one evaluation.
+
+    Example:
+        >>> specs("jpeg", values=[50, 10])
+        ['jpeg(quality=50)', 'jpeg(quality=10)']
+    """
+    return _sweep_specs(shift, param, values)[1]
 
 
 def _sweep_specs(shift: str, param: str | None, values: Sequence[Any] | None) -> tuple[str, list[str]]:
@@ -166,8 +179,7 @@ def sweep(
         >>> [c.values for c in curves(result)]
         [(0.05, 0.5)]
     """
-    _, specs = _sweep_specs(shift, param, values)
-    return evaluate(agent, env_id, specs, out=out, probe=probe, **options)
+    return evaluate(agent, env_id, specs(shift, param, values), out=out, probe=probe, **options)
 
 
 # -- curves ------------------------------------------------------------------------------------------------

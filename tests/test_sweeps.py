@@ -251,3 +251,26 @@ def test_atari_corruptions_strike_the_raw_frame_and_attacks_the_network_input(tm
     write_report(evaluation, tmp_path / "report", lpips=LPIPS(random_backbone=True))
     assert (tmp_path / "report" / "spectra.png").exists() and (tmp_path / "report" / "band-energy.png").exists()
     assert BASELINE not in {s for _, s in probes}
+
+
+@pytest.mark.slow
+def test_the_adversarial_comparison_script_runs(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "compare_adversarial.py"
+    args = ["--seeds", "1", "--episodes", "1", "--probe", "4", "--workers", "1", "--only", "rotation", "fgsm"]
+    done = subprocess.run(
+        [sys.executable, str(script), *args, "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "rotate over degrees" in done.stdout and "fgsm over eps" in done.stdout
+    evaluation = open_evaluation(tmp_path / "run")
+    table = sweeps.sweep_table(evaluation)
+    vanilla = table.loc[("vanilla", "fgsm(eps=0.3)"), "impact"]
+    adversarial = table.loc[("adversarial", "fgsm(eps=0.3)"), "impact"]
+    assert vanilla > 0.5 > adversarial  # adversarial training holds against the attack it trained on
+    assert (tmp_path / "run" / "report" / "sweep-1.png").exists()
