@@ -252,6 +252,20 @@ def test_a_batch_equals_one_call_per_observation(random_metric: LPIPS, pong_stac
     assert random_metric.distance(pong_stacks[:0], perturbed[:0]).shape == (0,)
 
 
+def test_the_distance_is_lpips_module_on_plain_tensors(random_metric: LPIPS, pong_stacks: np.ndarray) -> None:
+    # The metric runs channels-last for speed; the lpips module on ordinary tensors gives the same values.
+    import copy
+
+    perturbed = noisy(pong_stacks, 12.0)
+    plain = copy.deepcopy(random_metric.module).to(memory_format=torch.contiguous_format)
+    frames_a = torch.from_numpy(pong_stacks.reshape(-1, 84, 84).astype(np.float32) / 255.0)
+    frames_b = torch.from_numpy(perturbed.reshape(-1, 84, 84).astype(np.float32) / 255.0)
+    with torch.no_grad():
+        expected = plain(frames_a[:, None].repeat(1, 3, 1, 1), frames_b[:, None].repeat(1, 3, 1, 1), normalize=True)
+    per_stack = expected.reshape(len(pong_stacks), -1).double().mean(axis=1).numpy()
+    np.testing.assert_allclose(random_metric.distance(pong_stacks, perturbed), per_stack, rtol=1e-5, atol=1e-7)
+
+
 def test_a_stack_is_the_mean_of_its_frames_in_either_layout(random_metric: LPIPS, pong_stacks: np.ndarray) -> None:
     clean, perturbed = pong_stacks[:2], noisy(pong_stacks[:2], 12.0)
     per_frame = random_metric.distance(clean, perturbed, layout="hw")  # (2, 4): each frame on its own
