@@ -1,5 +1,6 @@
 """Metrics over returns, logs and image observations, under their papers' names; pure functions, plotting kept apart."""
 
+from rlwrappers.metrics.did import DiD, difference_in_differences
 from rlwrappers.metrics.impact import MIN_SCORES, min_score, normalized_impact
 from rlwrappers.metrics.logs import episode_returns, reproducibility_table
 from rlwrappers.metrics.perceptual import LPIPS, ssim
@@ -29,12 +30,14 @@ from rlwrappers.metrics.spectra import (
 __all__ = [
     "DISPERSION",
     "LPIPS",
+    "DiD",
     "LUMINANCE",
     "MIN_SCORES",
     "PERFORMANCE",
     "band_energy",
     "band_index",
     "behavioural_mad",
+    "difference_in_differences",
     "difference_spectrum",
     "dispersion",
     "episode_returns",
