@@ -85,3 +85,14 @@ def keys(name: str, given: Iterable[str], known: Sequence[str]) -> None:
     for key in given:
         if key not in known:
             raise UnknownName(f"`{name}` has no entry `{key}`; known: {sorted(known)}.{did_you_mean(key, known)}")
+
+
+def finite_array(name: str, values: Any) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Returns ``values`` as a float64 array whose entries are all finite, or raises naming ``name``."""
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidType(f"`{name}` must be a number or an array of numbers, received {values!r}") from None
+    if not np.all(np.isfinite(array)):
+        raise InvalidArgument(f"`{name}` must be finite, received {int((~np.isfinite(array)).sum())} non-finite")
+    return array

@@ -23,6 +23,7 @@ EXTRAS: dict[str, str] = {
     "ray": "ray",
     "hypothesis": "test",
     "rl_zoo3": "zoo",
+    "statsmodels": "causal",
 }
 
 

@@ -47,7 +47,7 @@ def test_bad_input_is_refused() -> None:
         difference_in_differences([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], 0)
     with pytest.raises(InvalidArgument, match="finite"):
         difference_in_differences([1.0, np.nan], [1.0, 2.0], 1)
-    with pytest.raises(InvalidType, match="array of returns"):
+    with pytest.raises(InvalidType, match="array of numbers"):
         difference_in_differences("abc", [1.0, 2.0], 1)
 
 

@@ -1,6 +1,7 @@
 """Metrics over returns, logs and image observations, under their papers' names; pure functions, plotting kept apart."""
 
 from rlwrappers.metrics.did import DiD, difference_in_differences
+from rlwrappers.metrics.forecast import Forecast, damped_trend_forecast, episode_series, significantly_better
 from rlwrappers.metrics.impact import MIN_SCORES, min_score, normalized_impact
 from rlwrappers.metrics.logs import episode_returns, reproducibility_table
 from rlwrappers.metrics.perceptual import LPIPS, ssim
@@ -31,6 +32,7 @@ __all__ = [
     "DISPERSION",
     "LPIPS",
     "DiD",
+    "Forecast",
     "LUMINANCE",
     "MIN_SCORES",
     "PERFORMANCE",
@@ -39,8 +41,10 @@ __all__ = [
     "behavioural_mad",
     "difference_in_differences",
     "difference_spectrum",
+    "damped_trend_forecast",
     "dispersion",
     "episode_returns",
+    "episode_series",
     "iqm",
     "iqr",
     "lcb",
@@ -51,6 +55,7 @@ __all__ = [
     "pareto_front",
     "performance",
     "reproducibility_table",
+    "significantly_better",
     "spectrum",
     "ssim",
     "state_marginals",

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rlwrappers.error import InvalidArgument, InvalidType
+from rlwrappers import _check
+from rlwrappers.error import InvalidArgument
 
 __all__ = ["DiD", "difference_in_differences"]
 
@@ -58,18 +59,13 @@ class DiD:
 
 
 def _returns(name: str, values: Any) -> NDArray[np.float64]:
-    try:
-        array = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidType(f"`{name}` must be an array of returns (seeds x episodes), received {values!r}") from None
+    array = _check.finite_array(name, values)
     if array.ndim == 1:
         array = array[None]
     if array.ndim != 2 or array.size == 0:
         raise InvalidArgument(
             f"`{name}` must be returns of shape (seeds, episodes) or (episodes,), received {array.shape}"
         )
-    if not np.all(np.isfinite(array)):
-        raise InvalidArgument(f"`{name}` must be finite, received {int((~np.isfinite(array)).sum())} non-finite")
     return array
 
 

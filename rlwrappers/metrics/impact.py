@@ -23,6 +23,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import ArrayLike
 
+from rlwrappers import _check
 from rlwrappers.error import InvalidArgument, InvalidType, UnknownName, did_you_mean
 
 __all__ = ["MIN_SCORES", "min_score", "normalized_impact"]
@@ -111,9 +112,9 @@ def normalized_impact(clean: ArrayLike, perturbed: ArrayLike, minimum: ArrayLike
         >>> normalized_impact([400.0, 0.0], 100.0, 0.0)  # a clean score at the minimum gives NaN
         array([0.75,  nan])
     """
-    c = _scores("clean", clean)
-    p = _scores("perturbed", perturbed)
-    m = _scores("minimum", min_score(minimum) if isinstance(minimum, str) else minimum)
+    c = _check.finite_array("clean", clean)
+    p = _check.finite_array("perturbed", perturbed)
+    m = _check.finite_array("minimum", min_score(minimum) if isinstance(minimum, str) else minimum)
     try:
         c, p, m = np.broadcast_arrays(c, p, m)
     except ValueError:
@@ -132,14 +133,3 @@ def normalized_impact(clean: ArrayLike, perturbed: ArrayLike, minimum: ArrayLike
     defined = room > 0
     impact = np.divide(c - p, room, out=np.full(room.shape, np.nan), where=defined)
     return float(impact) if impact.ndim == 0 else impact
-
-
-def _scores(name: str, values: Any) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """``values`` as a finite float64 array."""
-    try:
-        array = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidType(f"`{name}` must be a number or an array of numbers, received {values!r}") from None
-    if not np.all(np.isfinite(array)):
-        raise InvalidArgument(f"`{name}` must be finite, received {array.size - np.isfinite(array).sum()} non-finite")
-    return array
