@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from rlwrappers._optional import require
 from rlwrappers.error import InvalidArgument, InvalidType
+from rlwrappers.metrics.did import difference_in_differences
 from rlwrappers.metrics.reproducibility import lcb, pareto_front
 from rlwrappers.metrics.spectra import band_energy, difference_spectrum, log_spectrum
 
@@ -35,10 +36,12 @@ __all__ = [
     "band_energy_curves",
     "band_energy_differences",
     "fourier_spectra",
+    "impact_panels",
     "lcb_curves",
     "paired_deltas",
     "pareto",
     "return_distributions",
+    "rolling_mean",
     "sweep_curves",
 ]
 
@@ -457,4 +460,69 @@ def sweep_curves(
         axes[0].legend(fontsize="small")
     if title:
         fig.suptitle(title)
+    return fig
+
+
+def rolling_mean(values: ArrayLike, window: int) -> NDArray[np.float64]:
+    """The trailing mean over the last ``window`` values (fewer at the start), for display only.
+
+    Example:
+        >>> rolling_mean([1.0, 3.0, 5.0, 7.0], 2).tolist()
+        [1.0, 2.0, 4.0, 6.0]
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+        raise InvalidArgument(f"`window` must be an int >= 1, received {window!r}")
+    sums = np.cumsum(np.r_[0.0, v])
+    starts = np.maximum(np.arange(1, len(v) + 1) - window, 0)
+    return (sums[1:] - sums[starts]) / (np.arange(1, len(v) + 1) - starts)
+
+
+def impact_panels(treated: Mapping[str, ArrayLike], control: ArrayLike, shift_at: int, *, window: int = 25) -> Figure:
+    """Seed 001's three panels (Figures 3 and 5): returns with their rolling mean, pointwise and cumulative impact.
+
+    Each array holds returns of shape (seeds, episodes) (or (episodes,) for one seed); the panels show means
+    over seeds. The left panel draws the control and each shift level as faint per-episode returns under their
+    rolling mean (``window`` episodes, trailing), with the shift's start dashed. The middle and right panels draw
+    :func:`~rlwrappers.metrics.did.difference_in_differences`'s pointwise impact (treated minus control) and
+    its running sum from episode ``shift_at`` on, one line per level.
+
+    Args:
+        treated: shift level name -> returns of the runs shifted from ``shift_at``.
+        control: the same seeds' returns without the shift.
+        shift_at: the first shifted episode.
+        window: the rolling mean's width (seed 001: 25).
+
+    Raises:
+        InvalidArgument: no level, shapes that differ, or ``shift_at`` outside the episodes.
+    """
+    if not isinstance(treated, Mapping) or not treated:
+        raise InvalidArgument(f"`treated` must map at least one shift level to its returns, received {treated!r}")
+    c = np.asarray(control, dtype=np.float64)
+    results = {str(name): difference_in_differences(t, c, shift_at) for name, t in treated.items()}
+    clean_series = np.atleast_2d(c).mean(axis=0)
+    episodes = np.arange(len(clean_series))
+    after = np.arange(shift_at, len(clean_series))
+    fig, axes = _row(3, 4.2, 3.4)
+    series = {"control": clean_series} | {
+        n: np.atleast_2d(np.asarray(t, np.float64)).mean(axis=0) for n, t in treated.items()
+    }
+    for i, (name, y) in enumerate(series.items()):
+        colour = _CLEAN_COLOUR if i == 0 else _colour(i - 1)
+        axes[0].plot(episodes, y, color=colour, alpha=0.25, linewidth=0.8)
+        axes[0].plot(episodes, rolling_mean(y, window), color=colour, linewidth=1.6, label=name)
+    for i, (name, result) in enumerate(results.items()):
+        axes[1].plot(after, result.pointwise, color=_colour(i), linewidth=1.4, label=name)
+        axes[2].plot(after, result.cumulative, color=_colour(i), linewidth=1.6, label=name)
+    titles = (f"Return (rolling mean of {window})", "Pointwise impact", "Cumulative impact")
+    labels = ("return", "treated - control", "sum of pointwise impact")
+    for ax, title, label in zip(axes, titles, labels, strict=True):
+        ax.grid(True, alpha=0.3)
+        ax.axvline(shift_at, color="0.3", linestyle="--", linewidth=1.0)
+        ax.set_title(title)
+        ax.set_xlabel("episode")
+        ax.set_ylabel(label)
+    axes[1].axhline(0.0, color="0.3", linewidth=0.8)
+    axes[2].axhline(0.0, color="0.3", linewidth=0.8)
+    axes[0].legend(fontsize="small")
     return fig

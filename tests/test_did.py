@@ -70,3 +70,26 @@ def test_a_shift_from_episode_t_in_a_real_evaluation(tmp_path: Path) -> None:
     assert did.pre_identical  # same seeds, no shift yet: the runs are identical
     assert did.estimate < -100  # the noisy pole falls long before 500 steps
     assert did.cumulative[-1] == pytest.approx(3 * did.estimate)
+
+
+def test_the_three_panels_draw_the_returns_and_both_impacts() -> None:
+    pytest.importorskip("matplotlib")
+    from rlwrappers import plots
+
+    rng = np.random.default_rng(1)
+    control = rng.normal(100.0, 5.0, (3, 40))
+    levels = {"mild": control.copy(), "strong": control.copy()}
+    levels["mild"][:, 20:] -= 10.0
+    levels["strong"][:, 20:] -= 30.0
+    fig = plots.impact_panels(levels, control, shift_at=20, window=5)
+    returns, pointwise, cumulative = fig.axes
+    assert [line.get_label() for line in returns.get_legend().get_lines()] == ["control", "mild", "strong"]
+    np.testing.assert_allclose(pointwise.get_lines()[1].get_ydata(), np.full(20, -30.0))
+    np.testing.assert_allclose(cumulative.get_lines()[0].get_ydata(), -10.0 * np.arange(1, 21))
+    smooth = returns.get_lines()[1].get_ydata()
+    np.testing.assert_allclose(smooth, plots.rolling_mean(control.mean(axis=0), 5))
+    assert smooth[10] == pytest.approx(control.mean(axis=0)[6:11].mean())
+    with pytest.raises(InvalidArgument, match="`treated` must map"):
+        plots.impact_panels({}, control, shift_at=20)
+    with pytest.raises(InvalidArgument, match="`window`"):
+        plots.rolling_mean([1.0], 0)
