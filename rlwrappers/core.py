@@ -639,7 +639,8 @@ class SingleLayer(PerturbationLayer, RecordConstructorArgs):
 
     A subclass's ``__init__`` takes the perturbation's parameters plus ``when`` and ``label``, builds the
     perturbation (which validates them) and passes it to :meth:`_setup`, which records the arguments so that
-    ``env.spec`` rebuilds the wrapper.
+    ``env.spec`` rebuilds the wrapper. Wrappers of perturbations that need an agent also take ``agent``, which
+    :meth:`_setup` attaches (it is not recorded: ``env.spec`` rebuilds the wrapper without it).
     """
 
     def _setup(
@@ -648,10 +649,13 @@ class SingleLayer(PerturbationLayer, RecordConstructorArgs):
         perturbation: Perturbation,
         when: str | Schedule | Mapping[str, Any] | None,
         label: str | None,
+        agent: Any = None,
     ) -> None:
         entry = Entry(perturbation, schedules.parse(when), label)
         RecordConstructorArgs.__init__(self, **perturbation.params(), when=str(entry.when), label=label)
         PerturbationLayer.__init__(self, env, [entry])
+        if agent is not None:
+            self.perturbations[0].attach(agent)
 
 
 def wrap(

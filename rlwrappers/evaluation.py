@@ -255,14 +255,15 @@ def _make_env(
     lives = None
     if settings.lives_as_episodes and not stack.over:
         env = lives = LivesAsEpisodes(env)
-    below = [e for e in entries if not _on_agent_input(e)]
+    on_input = [_on_agent_input(e) for e in entries]
+    below = [e for e, top in zip(entries, on_input, strict=True) if not top]
     if below:
         env = wrap(env, *below)
     for wrapper in stack.over:
         env = wrapper(env)
     if settings.lives_as_episodes and stack.over:
         env = lives = LivesAsEpisodes(env)
-    above = [e for e in entries if _on_agent_input(e)]
+    above = [e for e, top in zip(entries, on_input, strict=True) if top]
     if above:
         env = wrap(env, *above)
     return env, lives

@@ -307,10 +307,10 @@ def _shift_measures(
     if not evaluation.request.get("shifts"):
         return None
     model, lpips_note = _lpips_model(lpips)
-    table = sweeps.sweep_table(evaluation, minimum, model)
-    notes = [lpips_note]
     if minimum is None:
         minimum = sweeps.resolve_minimum(str(evaluation.request.get("env_id")), evaluation.request.get("env_kwargs"))
+    table = sweeps.sweep_table(evaluation, minimum, model)
+    notes = [lpips_note]
     notes.append(
         f"Minimum score: {minimum}."
         if minimum is not None

@@ -399,9 +399,7 @@ class FGSM(SingleLayer):
         label: str | None = None,
     ):
         """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked."""
-        self._setup(env, FGSMPerturbation(eps=eps, quantize=quantize), when, label)
-        if agent is not None:
-            self.perturbations[0].attach(agent)
+        self._setup(env, FGSMPerturbation(eps=eps, quantize=quantize), when, label, agent)
 
 
 @register_wrapper("pgd")
@@ -435,9 +433,7 @@ class PGD(SingleLayer):
     ):
         """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked."""
         perturbation = PGDPerturbation(eps=eps, alpha=alpha, steps=steps, random_start=random_start, quantize=quantize)
-        self._setup(env, perturbation, when, label)
-        if agent is not None:
-            self.perturbations[0].attach(agent)
+        self._setup(env, perturbation, when, label, agent)
 
 
 @register_wrapper("cw")
@@ -469,6 +465,4 @@ class CarliniWagner(SingleLayer):
     ):
         """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked."""
         perturbation = CarliniWagnerPerturbation(c=c, kappa=kappa, steps=steps, lr=lr, quantize=quantize)
-        self._setup(env, perturbation, when, label)
-        if agent is not None:
-            self.perturbations[0].attach(agent)
+        self._setup(env, perturbation, when, label, agent)

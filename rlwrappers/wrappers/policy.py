@@ -185,6 +185,4 @@ class ParameterNoise(SingleLayer):
         label: str | None = None,
     ):
         """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets perturbed."""
-        self._setup(env, ParameterNoisePerturbation(std=std), when, label)
-        if agent is not None:
-            self.perturbations[0].attach(agent)
+        self._setup(env, ParameterNoisePerturbation(std=std), when, label, agent)
