@@ -145,9 +145,10 @@ def _finish(result: Any, args: argparse.Namespace) -> int:
         if impact.exists():
             import pandas as pd
 
-            table = pd.read_csv(impact, index_col=[0, 1])
-            print()
-            print(format_table(table[["impact", "flip_rate", "ssim", "lpips"]]))
+            table = pd.read_csv(impact, index_col=[0, 1])[["impact", "flip_rate", "ssim", "lpips"]]
+            if table.notna().any().any():  # nothing to show without a minimum score or a probe
+                print()
+                print(format_table(table))
         print(f"Report: {page.resolve()}")
     print(f"Logs: {result.path.resolve()}")
     return 0

@@ -197,3 +197,4 @@ def test_the_demo_runs_from_a_clean_folder_and_writes_the_report(tmp_path):
         assert (out / "report" / name).stat().st_size > 1000 or name == "summary.csv"
     for kind in cli.DEMO_SHIFTS:
         assert f"\n{kind} " in result.stdout  # a row of the table
+    assert "flip_rate" not in result.stdout  # no probe, no minimum score: no table of n/a
