@@ -18,12 +18,14 @@ EXTRAS: dict[str, str] = {
     "lpips": "perceptual",
     "torchvision": "perceptual",
     "pettingzoo": "multiagent",
+    "mpe2": "multiagent",
     "skimage": "perceptual",
     "matplotlib": "report",
     "ray": "ray",
     "hypothesis": "test",
     "rl_zoo3": "zoo",
     "statsmodels": "causal",
+    "scipy": "causal",
 }
 
 

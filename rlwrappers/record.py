@@ -22,9 +22,10 @@ layer seeded from, outermost first), ``return``, ``length``, ``terminated``, ``t
 (False for an episode cut short by ``close`` or a new ``reset``), ``start_time``, ``wall_time``, then for
 every perturbation what it did at reset: ``<label>.active`` and its declared reset fields.
 
-Planned additions keep this layout: attack fields are declared step fields (clean and attacked action,
-perturbation size); multi-agent logs add ``agent`` and ``policy`` columns to ``steps``; interventions are
-declared fields too, and restorable state snapshots go to a ``snapshots`` table beside the other two.
+Multi-agent logs (:class:`rlwrappers.multiagent.ParallelRecorder`) keep this layout with one ``steps`` row per
+agent per step, adding ``agent``, ``policy`` and ``switched`` columns, and per-agent ``return.<agent>`` columns
+to ``episodes``. Planned additions keep it too: interventions are declared fields, and restorable state
+snapshots go to a ``snapshots`` table beside the other two.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
 from pathlib import Path
@@ -107,6 +108,10 @@ class _Column:
 
 def _schemas(pa: Any, meta: Mapping[str, Any]) -> tuple[pa.Schema, pa.Schema]:
     """The steps and episodes schemas of a log, from its header."""
+    if "agents" in meta:  # a multi-agent log (rlwrappers.multiagent.ParallelRecorder)
+        from rlwrappers import multiagent
+
+        return multiagent.schemas(pa, meta)
     action = _Column(pa, meta["action_kind"]).type
     perturbations = meta["perturbations"]
 
@@ -118,16 +123,38 @@ def _schemas(pa: Any, meta: Mapping[str, Any]) -> tuple[pa.Schema, pa.Schema]:
         ]
 
     active = [pa.field(f"{p['label']}.active", pa.bool_()) for p in perturbations]
+    return schemas(
+        pa, action, step_fields=[*active, *declared("step_fields")], episode_fields=[*active, *declared("reset_fields")]
+    )
+
+
+def schemas(
+    pa: Any,
+    action: Any,
+    *,
+    who: Sequence[Any] = (),
+    step_fields: Sequence[Any] = (),
+    episode_fields: Sequence[Any] = (),
+) -> tuple[pa.Schema, pa.Schema]:
+    """The ``steps`` and ``episodes`` schemas every log shares, with a log kind's own fields.
+
+    Args:
+        pa: the pyarrow module.
+        action: the Arrow type of the ``action`` column.
+        who: fields between ``step`` and ``action`` that say who acted (multi-agent logs).
+        step_fields: fields after the steps' common columns.
+        episode_fields: fields after the episodes' common columns.
+    """
     steps = pa.schema(
         [
             pa.field("episode", pa.int64()),
             pa.field("step", pa.int64()),
+            *who,
             pa.field("action", action),
             pa.field("reward", pa.float64()),
             pa.field("terminated", pa.bool_()),
             pa.field("truncated", pa.bool_()),
-            *active,
-            *declared("step_fields"),
+            *step_fields,
         ]
     )
     episodes = pa.schema(
@@ -142,8 +169,7 @@ def _schemas(pa: Any, meta: Mapping[str, Any]) -> tuple[pa.Schema, pa.Schema]:
             pa.field("complete", pa.bool_()),
             pa.field("start_time", pa.float64()),
             pa.field("wall_time", pa.float64()),
-            *active,
-            *declared("reset_fields"),
+            *episode_fields,
         ]
     )
     return steps, episodes

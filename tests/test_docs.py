@@ -22,7 +22,21 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 # Modules that come with extras; a page whose example needs a missing one is skipped, not failed.
-OPTIONAL = {"stable_baselines3", "torch", "rl_zoo3", "mujoco", "ale_py", "cv2", "lpips", "skimage", "torchattacks"}
+OPTIONAL = {
+    "stable_baselines3",
+    "torch",
+    "rl_zoo3",
+    "mujoco",
+    "ale_py",
+    "cv2",
+    "lpips",
+    "skimage",
+    "torchattacks",
+    "pettingzoo",
+    "mpe2",
+    "statsmodels",
+    "scipy",
+}
 
 
 def blocks(page: Path, language: str) -> list[tuple[int, str]]:
