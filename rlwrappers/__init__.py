@@ -91,6 +91,10 @@ __all__ = [
     "open_evaluation",
     "sweep",
     "sweeps",
+    "causal",
+    "observational",
+    "protocol",
+    "multiagent",
     "agents",
     "zoo",
     "metrics",
@@ -103,8 +107,10 @@ _LAZY = {
     "evaluate": "rlwrappers.evaluation",
     "open_evaluation": "rlwrappers.evaluation",
     "sweep": "rlwrappers.sweeps",
+    "causal": "rlwrappers.protocol",
+    "observational": "rlwrappers.protocol",
 }
-_SUBMODULES = ("agents", "zoo", "metrics", "evaluation", "sweeps")
+_SUBMODULES = ("agents", "zoo", "metrics", "evaluation", "sweeps", "protocol", "multiagent")
 
 
 def __getattr__(name: str) -> Any:

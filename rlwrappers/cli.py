@@ -1,7 +1,8 @@
 """The ``rlwrappers`` command line: ``demo``, ``evaluate``, ``sweep``, ``report`` and ``list``.
 
 ``rlwrappers demo`` evaluates a zoo agent under seed 002's six kinds of uncertainty and writes a report;
-``rlwrappers evaluate`` does the same for any agents, env and shifts; ``rlwrappers sweep`` runs one
+``rlwrappers evaluate`` does the same for any agents, env and shifts, and runs seed 001's causal
+(``--shift-at-episode``) and observational (``--observational``) protocols; ``rlwrappers sweep`` runs one
 perturbation at each value of one parameter; ``rlwrappers report RUN_DIR`` turns a run directory into tables,
 plots and one HTML page; ``rlwrappers list`` prints the perturbed env IDs, the perturbations, the schedules and
 the zoo agents. ``rlwrappers COMMAND --help`` explains each.
@@ -22,6 +23,7 @@ import gymnasium as gym
 from rlwrappers import schedule
 from rlwrappers.core import perturbations
 from rlwrappers.error import Error, InvalidArgument
+from rlwrappers.protocol import DEFAULT_STRIKE
 from rlwrappers.registration import base_ids, catalogue
 from rlwrappers.sweeps import SWEEPS
 
@@ -47,6 +49,10 @@ DEMO_SHIFTS = {
 
 #: States per shift that ``evaluate`` and ``sweep`` probe for flips and perceptual distances.
 PROBE = 64
+#: Run seeds unless ``--seeds`` says otherwise (seed 001's protocol uses 10).
+SEEDS = 5
+#: ``--shift-at-episode`` without a number: halfway through the episodes.
+HALFWAY = "halfway"
 
 TRUST = (
     "Agent files: a zoo name loads weights that run no code. An SB3 .zip is unpickled, which runs code stored "
@@ -118,11 +124,11 @@ def _placement(args: argparse.Namespace) -> dict[str, Any]:
     return {"outer_wrappers": [atari_wrapper]} if args.placement == "raw" else {"wrappers": [atari_wrapper]}
 
 
-def _run_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options ``evaluate`` and ``sweep`` share."""
+def _run_options(args: argparse.Namespace, seeds: int = SEEDS) -> dict[str, Any]:
+    """The options ``evaluate`` and ``sweep`` share; ``seeds`` is the count unless ``--seeds`` says otherwise."""
     return {
         "episodes": args.episodes,
-        "seeds": args.seed_list if args.seed_list else args.seeds,
+        "seeds": args.seed_list if args.seed_list else args.seeds if args.seeds is not None else seeds,
         "out": args.out,
         "deterministic": not args.stochastic,
         "lives_as_episodes": args.lives_as_episodes,
@@ -139,6 +145,7 @@ def _finish(result: Any, args: argparse.Namespace) -> int:
     from rlwrappers.report import format_table, write_report
 
     print(format_table(result.summary()))
+    _protocol_statements(result)
     if not args.no_report:
         page = write_report(result, minimum=args.min_score, lpips=_lpips(args))
         impact = page.parent / "impact.csv"
@@ -154,6 +161,38 @@ def _finish(result: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def _protocol_statements(result: Any) -> None:
+    """Prints the causal or observational protocol's table and verdicts (the report shows the same)."""
+    from rlwrappers import protocol
+    from rlwrappers.report import format_table
+
+    if result.shift_at is not None:
+        check = result.fixed_seed_check()
+        broken = check[~check["identical"]]
+        print()
+        if len(broken):
+            print(
+                f"!!! FIXED-SEED CHECK FAILED: {len(broken)} of {len(check)} shifted runs differ from their"
+                " counterfactual before the shift; the env or the agent is not deterministic. !!!"
+            )
+        else:
+            print(f"Fixed-seed check passed: {len(check)} shifted runs equal their counterfactual before the shift.")
+        table = protocol.did_table(result)
+        print(f"Difference-in-differences, shift from episode {result.shift_at}:")
+        numbers = table[["seeds", "estimate", "se", "lower", "upper", "cumulative"]].dropna(how="all")
+        if len(numbers):
+            print(format_table(numbers))
+        for (agent, shift), row in table.iterrows():
+            print(f"  {agent} under {shift}: {row.verdict}")
+        for sentence in protocol.impact_verdicts(table):
+            print(f"  {sentence}")
+    elif result.observational:
+        print()
+        print("Damped-trend forecasts, 99% prediction intervals over the next 100 episodes:")
+        for sentence in protocol.forecast_verdicts(protocol.forecasts(result)):
+            print(f"  {sentence}")
+
+
 def _lpips(args: argparse.Namespace) -> Any:
     if args.lpips_weights is None:
         return "auto"
@@ -162,10 +201,32 @@ def _lpips(args: argparse.Namespace) -> Any:
     return LPIPS(weights=args.lpips_weights)
 
 
+def _shift_at(value: str, episodes: int) -> int:
+    """``--shift-at-episode``'s episode: the number given, or halfway."""
+    if value == HALFWAY:
+        return episodes // 2
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidArgument(f"--shift-at-episode must be an episode number, received {value!r}") from None
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     import rlwrappers as rw
+    from rlwrappers import protocol
 
-    result = rw.evaluate(_agents(args.agent), args.env, args.shift, when=args.when, **_run_options(args))
+    when, options = args.when, {}
+    if args.shift_at_episode is not None:
+        options = {"shift_at": _shift_at(args.shift_at_episode, args.episodes)}
+        options["share_pre_shift"] = not args.play_pre_shift
+    elif args.play_pre_shift:
+        raise InvalidArgument("--play-pre-shift applies only with --shift-at-episode")
+    if args.observational is not None:
+        if args.shift_at_episode is not None or args.when is not None:
+            raise InvalidArgument("--observational sets when shifts strike: drop --shift-at-episode and --when")
+        when, options = args.observational, {"observational": True}
+    seeds = protocol.SEEDS if options else SEEDS
+    result = rw.evaluate(_agents(args.agent), args.env, args.shift, when=when, **options, **_run_options(args, seeds))
     return _finish(result, args)
 
 
@@ -194,6 +255,7 @@ def _demo(args: argparse.Namespace) -> int:
     args.when, args.stochastic, args.lives_as_episodes, args.backend = None, False, False, "local"
     args.no_report, args.probe, args.atari, args.placement = False, 0, False, "raw"
     args.min_score, args.lpips_weights = None, None
+    args.shift_at_episode, args.play_pre_shift, args.observational = None, False, None
     return _evaluate(args)
 
 
@@ -221,7 +283,11 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         help="a zoo name (NAME or NAME@SEED) or the path of an SB3 .zip; repeat as NAME=SOURCE to compare agents",
     )
     parser.add_argument("--episodes", type=int, default=10, help="episodes per run (default: 10)")
-    parser.add_argument("--seeds", type=int, default=5, help="number of run seeds, 0..N-1 (default: 5)")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        help=f"number of run seeds, 0..N-1 (default: {SEEDS}; 10 with --shift-at-episode or --observational)",
+    )
     parser.add_argument("--seed-list", type=int, nargs="+", metavar="SEED", help="explicit run seeds instead")
     parser.add_argument("--out", required=True, help="the run directory")
     parser.add_argument("--stochastic", action="store_true", help="sample actions (seeded per episode)")
@@ -322,6 +388,28 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         help="a perturbation spec, e.g. 'obs_noise(std=0.1)' (repeat for more; `rlwrappers list perturbations`)",
     )
     evaluate.add_argument("--when", help="schedule of shifts that set none, e.g. 'starting(episode=5)'")
+    evaluate.add_argument(
+        "--shift-at-episode",
+        nargs="?",
+        const=HALFWAY,
+        metavar="T",
+        help="the causal protocol: every shift starts at episode T (default: halfway), against the same seeds'"
+        " counterfactual; the report gives the difference-in-differences impact and the verdicts",
+    )
+    evaluate.add_argument(
+        "--play-pre-shift",
+        action="store_true",
+        help="with --shift-at-episode: play the episodes before T in every shifted run instead of taking them from"
+        " the counterfactual (which episode T-1, played by both, checks)",
+    )
+    evaluate.add_argument(
+        "--observational",
+        nargs="?",
+        const=DEFAULT_STRIKE,
+        metavar="SCHEDULE",
+        help=f"the observational protocol: shifts strike at random (default: '{DEFAULT_STRIKE}', each step with"
+        " probability 0.1; or e.g. 'bursts(p=0.01, duration=(10, 50))'); the report forecasts each arm's trend",
+    )
     _report_arguments(evaluate)
 
     sweep = commands.add_parser(

@@ -27,6 +27,7 @@ import multiprocessing
 import os
 import re
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
@@ -38,12 +39,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rlwrappers import agents as agents_module
-from rlwrappers import seeding
+from rlwrappers import schedule, seeding
 from rlwrappers._optional import require
 from rlwrappers._version import __version__
 from rlwrappers.core import Entry, Perturbation, attach, wrap
-from rlwrappers.error import InvalidArgument, InvalidType, LogError
-from rlwrappers.schedule import Schedule
+from rlwrappers.error import InvalidArgument, InvalidType, LogError, MissingExtra, UnknownName, did_you_mean
+from rlwrappers.schedule import Schedule, Starting
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BASELINE",
     "Evaluation",
+    "FixedSeedWarning",
     "LivesAsEpisodes",
     "Probe",
     "RunSpec",
@@ -125,12 +127,17 @@ class LivesAsEpisodes(gym.Wrapper[Any, Any, Any, Any]):
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of a sweep: which agent, which shift (or the baseline), which seed, and where its log goes."""
+    """One run of a sweep: which agent, which shift (or the baseline), which seed, and where its log goes.
+
+    ``first_episode`` is the first episode the run plays: 0, or in the causal protocol the last episode before
+    the shift, when the episodes before it are the counterfactual's (see :func:`evaluate`'s ``shift_at``).
+    """
 
     agent: str
     shift: str
     seed: int
     path: str
+    first_episode: int = 0
 
 
 @dataclass(frozen=True)
@@ -145,6 +152,32 @@ class _Settings:
     lives_as_episodes: bool
     probe: int = 0
     agent_sources: dict[str, str | None] = field(default_factory=dict)
+    shift_at: int | None = None
+    share_pre_shift: bool = True
+    observational: bool = False
+    multiagent: bool = False
+    outside: dict[str, str | None] = field(default_factory=dict)
+
+    def first_episode(self, shift: str) -> int:
+        """The first episode an arm plays: shifted arms of a causal run start just before the shift."""
+        sharing = self.shift_at is not None and self.share_pre_shift and not self.lives_as_episodes
+        return self.shift_at - 1 if sharing and shift != BASELINE and self.shift_at is not None else 0
+
+    def entries(self, shift: str, first_episode: int = 0) -> list[dict[str, Any]]:
+        """The perturbations of an arm whose first episode is ``first_episode``.
+
+        In a causal run they start at episode ``shift_at`` and follow their own schedule from there.
+        """
+        entries = self.shifts.get(shift, []) if shift != BASELINE else []
+        if self.shift_at is None:
+            return entries
+        start = Starting(episode=self.shift_at - first_episode)
+        return [{**e, "when": str(_from(start, e["when"]))} for e in entries]
+
+
+def _from(start: Schedule, when: str) -> Schedule:
+    own = schedule.parse(when)
+    return start if own == schedule.ALWAYS else start & own
 
 
 def _shift_entries(shifts: Any, when: Any) -> dict[str, list[dict[str, Any]]]:
@@ -238,17 +271,19 @@ def _on_agent_input(entry: Mapping[str, Any]) -> bool:
 
 
 def _make_env(
-    settings: _Settings, shift: str, stack: Stack, *, always: bool = False
+    settings: _Settings, shift: str, stack: Stack, *, always: bool = False, first_episode: int = 0
 ) -> tuple[gym.Env[Any, Any], LivesAsEpisodes | None]:
     """The env of one arm, and its :class:`LivesAsEpisodes` layer when lives count as episodes.
 
     Without ``over`` wrappers, lives are counted under the shift, so a shift's schedule counts lives; with
     them, above the preprocessing (which must see whole games), so a shift under it counts games.
-    ``always`` makes the shift act at every step, whatever its schedule.
+    ``always`` makes the shift act at every step, whatever its schedule; ``first_episode`` is the arm's
+    first episode (:meth:`_Settings.entries`).
     """
-    entries = settings.shifts.get(shift, []) if shift != BASELINE else []
     if always:
-        entries = [{**e, "when": "always"} for e in entries]
+        entries = [{**e, "when": "always"} for e in settings.shifts.get(shift, [])]
+    else:
+        entries = settings.entries(shift, first_episode)
     env = gym.make(settings.env_id, **settings.env_kwargs)
     for wrapper in stack.under:
         env = wrapper(env)
@@ -273,18 +308,26 @@ def run(spec: RunSpec, agent: Any, settings: _Settings, root: str, stack: Stack 
     """Runs one (agent, shift, seed) and writes its log; returns its index row."""
     from rlwrappers.record import Recorder
 
+    if settings.multiagent:
+        return _run_team(spec, agent, settings, root)
     start = time.time()
-    env, lives = _make_env(settings, spec.shift, stack)
+    env, lives = _make_env(settings, spec.shift, stack, first_episode=spec.first_episode)
     actor = _resolve(agent, settings, env)
     agents_module.check_compatible(actor, env)
     path = Path(root) / spec.path
-    metadata = {"agent": spec.agent, "shift": spec.shift, "run_seed": spec.seed, "agent_detail": str(actor)}
+    metadata = {
+        "agent": spec.agent,
+        "shift": spec.shift,
+        "run_seed": spec.seed,
+        "first_episode": spec.first_episode,
+        "agent_detail": str(actor),
+    }
     recorder = Recorder(env, path, overwrite=True, metadata=metadata)
     attach(recorder, actor)
     returns = []
     try:
         game = 0
-        for episode in range(settings.episodes):
+        for episode in range(spec.first_episode, settings.episodes):
             new_game = lives is None or lives.game_over
             seed = episode_seed(spec.seed, game if lives is not None else episode) if new_game else None
             game += int(new_game)
@@ -299,6 +342,11 @@ def run(spec: RunSpec, agent: Any, settings: _Settings, root: str, stack: Stack 
             returns.append(total)
     finally:
         recorder.close()
+    return _row(spec, returns, start)
+
+
+def _row(spec: RunSpec, returns: Sequence[float], start: float) -> dict[str, Any]:
+    """The index row of a finished run."""
     return {
         **asdict(spec),
         "status": "complete",
@@ -306,6 +354,172 @@ def run(spec: RunSpec, agent: Any, settings: _Settings, root: str, stack: Stack 
         "mean_return": float(np.mean(returns)),
         "seconds": round(time.time() - start, 3),
     }
+
+
+# -- teams in parallel envs ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _TeamRun:
+    """What a run of a parallel env needs besides the settings: the team and the groups of outside policies.
+
+    Each is a team zoo name (:mod:`rlwrappers.zoo.teams`), a :class:`~rlwrappers.multiagent.Team`, or for an
+    outside group a dict of agent name -> policy; the group ``untrained`` is fresh seeded networks.
+    """
+
+    team: Any
+    outside: Mapping[str, Any]
+
+
+_WORKER_TEAMS: dict[str, dict[str, Any]] = {}
+
+
+def _policies(source: Any, env: Any) -> Mapping[str, Any]:
+    """The policies of a team or an outside group by agent: zoo teams and untrained ones load once per process."""
+    from rlwrappers.multiagent import UNTRAINED, Team, untrained
+
+    if isinstance(source, str):
+        if source not in _WORKER_TEAMS:
+            if source == UNTRAINED:
+                _WORKER_TEAMS[source] = untrained(env, seed=0)
+            else:
+                from rlwrappers.zoo import teams
+
+                _WORKER_TEAMS[source] = teams.load(source)
+        return _WORKER_TEAMS[source]
+    return source.policies if isinstance(source, Team) else source
+
+
+def _team_policies(source: Any, env: Any, name: str) -> dict[str, agents_module.Agent]:
+    """A team's policies adapted to ``env``, one for every agent."""
+    from rlwrappers.multiagent import Team
+
+    return Team(_policies(source, env), source if isinstance(source, str) else name).bind(env)
+
+
+def _make_team_env(settings: _Settings, shift: str, team_run: _TeamRun, first_episode: int = 0) -> Any:
+    """The parallel env of one arm: the env with one :class:`~rlwrappers.multiagent.AgentSwitch` per switch."""
+    from rlwrappers.multiagent import UNTRAINED, AgentSwitch, parallel_factory
+
+    factory = parallel_factory(settings.env_id)
+    if factory is None:
+        raise InvalidArgument(f"`env_id` {settings.env_id!r} names no PettingZoo parallel env")
+    env = factory(**settings.env_kwargs)
+    for entry in settings.entries(shift, first_episode):
+        group = entry["to"]
+        source = team_run.outside.get(group, UNTRAINED if group == UNTRAINED else None)
+        who = {"k": entry["k"]} if "k" in entry else {"agents": entry.get("agents")}
+        env = AgentSwitch(env, _policies(source, env), **who, when=entry["when"], label=group)
+    return env
+
+
+def _run_team(spec: RunSpec, team_run: _TeamRun, settings: _Settings, root: str) -> dict[str, Any]:
+    """Runs one (team, switch, seed) of a parallel env and writes its multi-agent log; returns its index row."""
+    from rlwrappers.multiagent import ParallelRecorder
+
+    start = time.time()
+    env = _make_team_env(settings, spec.shift, team_run, spec.first_episode)
+    policies = _team_policies(team_run.team, env, spec.agent)
+    metadata = {"agent": spec.agent, "shift": spec.shift, "run_seed": spec.seed, "first_episode": spec.first_episode}
+    recorder = ParallelRecorder(env, Path(root) / spec.path, overwrite=True, metadata=metadata)
+    returns = []
+    try:
+        for episode in range(spec.first_episode, settings.episodes):
+            obs, _ = recorder.reset(seed=episode_seed(spec.seed, episode))
+            rng = agent_generator(spec.seed, episode)
+            total = 0.0
+            while recorder.agents:
+                # Every agent's policy acts, switched or not, so the team draws alike in both arms.
+                actions = {a: policies[a].act_one(obs[a], rng) for a in recorder.agents}
+                obs, rewards, _, _, _ = recorder.step(actions)
+                total += float(sum(rewards.values()))
+            returns.append(total)
+    finally:
+        recorder.close()
+    return _row(spec, returns, start)
+
+
+def _is_parallel(env_id: str) -> bool:
+    """Whether ``env_id`` names a PettingZoo parallel env rather than a Gymnasium one."""
+    if env_id in gym.registry:
+        return False
+    try:
+        from rlwrappers.multiagent import parallel_factory
+    except MissingExtra:
+        return False
+    return parallel_factory(env_id) is not None
+
+
+def _switch_entries(shifts: Any, when: Any) -> dict[str, list[dict[str, Any]]]:
+    """The switches of a parallel env's evaluation as name -> list of switch dicts, named by spec unless named."""
+    from rlwrappers.multiagent import switch_entry
+
+    if isinstance(shifts, str):
+        shifts = [shifts]
+    if isinstance(shifts, Mapping):
+        named = dict(shifts)
+    elif isinstance(shifts, Sequence):
+        named = {spec if isinstance(spec, str) else str(spec): spec for spec in shifts}
+    else:
+        raise InvalidType(f"`shifts` must be a list of switch specs or a dict of name -> spec, received {shifts!r}")
+    out = {}
+    for name, spec in named.items():
+        if not isinstance(name, str) or not name or name == BASELINE:
+            raise InvalidArgument(f"shift names must be non-empty strings other than {BASELINE!r}, received {name!r}")
+        specs = spec if isinstance(spec, (list, tuple)) else [spec]
+        out[name] = [switch_entry(s, when) for s in specs]
+    return out
+
+
+def _teams(agent: Any) -> dict[str, Any]:
+    """The teams of an evaluation of a parallel env by name: a zoo team name, a Team, or a dict of them."""
+    from rlwrappers.multiagent import Team
+
+    if isinstance(agent, str):
+        return {agent: agent}
+    if isinstance(agent, Team):
+        return {agent.name: agent}
+    if isinstance(agent, Mapping) and agent and all(isinstance(v, (str, Team)) for v in agent.values()):
+        return dict(agent)
+    raise InvalidType(
+        "`agent` of a parallel env must be a team zoo name, a rlwrappers.multiagent.Team, or a dict of names to"
+        f" them, received {agent!r}"
+    )
+
+
+def _check_teams(
+    teams: Mapping[str, Any], outside: Mapping[str, Any], settings: _Settings, stack: Stack
+) -> dict[str, _TeamRun]:
+    """Rejects options a parallel env does not take, builds each arm's env and binds every team to it."""
+    from rlwrappers.multiagent import UNTRAINED
+
+    for option, value in (("wrappers", stack.under), ("outer_wrappers", stack.over), ("probe", settings.probe)):
+        if value:
+            raise InvalidArgument(
+                f"`{option}` applies to Gymnasium envs only, not to the parallel env {settings.env_id!r}"
+            )
+    if settings.lives_as_episodes:
+        raise InvalidArgument(f"`lives_as_episodes` applies to Atari envs only, not to {settings.env_id!r}")
+    for group in outside:
+        if not isinstance(group, str) or not group or group == UNTRAINED:
+            raise InvalidArgument(
+                f"`outside` group names must be non-empty strings other than {UNTRAINED!r}, received {group!r}"
+            )
+    for name, entries in settings.shifts.items():
+        for entry in entries:
+            if entry["to"] not in outside and entry["to"] != UNTRAINED:
+                known = [*outside, UNTRAINED]
+                raise UnknownName(
+                    f"shift {name!r} switches to unknown group `{entry['to']}`; `outside` gives {known}."
+                    f"{did_you_mean(entry['to'], known)}"
+                )
+    runs = {name: _TeamRun(team, dict(outside)) for name, team in teams.items()}
+    for shift in (BASELINE, *settings.shifts):
+        for name, team_run in runs.items():
+            env = _make_team_env(settings, shift, team_run)
+            try:
+                _team_policies(team_run.team, env, name)
+            finally:
+                env.close()
+    return runs
 
 
 # -- probes ----------------------------------------------------------------------------------------------
@@ -539,6 +753,10 @@ def evaluate(
     probe: int = 0,
     deterministic: bool = True,
     lives_as_episodes: bool = False,
+    shift_at: int | None = None,
+    share_pre_shift: bool = True,
+    observational: bool = False,
+    outside: Mapping[str, Any] | None = None,
     backend: str = "local",
     workers: int | None = None,
     progress: bool = True,
@@ -565,6 +783,22 @@ def evaluate(
             (0: none); see :class:`Probe`. :mod:`rlwrappers.sweeps` turns them into flip rates, LPIPS and spectra.
         deterministic: let agents act greedily; stochastic agents draw from per-episode generators.
         lives_as_episodes: count each Atari life as one episode (seed 001, Appendix C.1).
+        shift_at: the causal protocol (seed 001, 2a): every shift starts at this episode (``T``, in 1 ..
+            ``episodes - 1``) and then follows its own schedule, which must not count episodes or steps over
+            the run. See :func:`rlwrappers.protocol.causal` for the protocol's defaults.
+        share_pre_shift: with ``shift_at``, shifted runs play from episode ``T - 1`` on and take the episodes
+            before it from the counterfactual, which they equal when env and agent are deterministic (the
+            fixed-seed assumption); episode ``T - 1``, played by both, checks that
+            (:meth:`Evaluation.fixed_seed_check`). False plays every episode of every run. Lives counted as
+            episodes continue one game, so they always play every episode.
+        observational: mark the evaluation as seed 001's observational protocol (2b): shifts strike at random
+            (``when``) and the report forecasts each arm's trend; see :func:`rlwrappers.protocol.observational`.
+        outside: for a PettingZoo parallel env (``env_id`` a short name from
+            :data:`rlwrappers.multiagent.PARALLEL_ENVS` or a module with a ``parallel_env``): the groups of outside
+            policies the shifts switch agents to, by name, each a team zoo name, a
+            :class:`~rlwrappers.multiagent.Team` or a dict of agent name -> policy; the group ``untrained`` is
+            always there. The agent is then a team (a team zoo name, a ``Team``, or a dict of names to them) and
+            each shift a ``switch(k=..., to=GROUP)`` spec (see :doc:`multiagent`).
         backend: "local" (worker processes) or "ray".
         workers: parallel runs (default: the number of CPU cores).
         progress: show a progress bar.
@@ -580,7 +814,85 @@ def evaluate(
         ['baseline', 'obs_noise(std=0.2)']
     """
     if not isinstance(env_id, str):
-        raise InvalidType(f"`env_id` must be a Gymnasium ID string, received {env_id!r}")
+        raise InvalidType(f"`env_id` must be a Gymnasium ID or PettingZoo parallel env string, received {env_id!r}")
+    workers = _check_options(episodes, backend, workers, wrappers, outer_wrappers, probe)
+    stack = Stack(tuple(wrappers), tuple(outer_wrappers))
+    parallel = _is_parallel(env_id)
+    if outside is not None and not parallel:
+        raise InvalidArgument(f"`outside` applies to PettingZoo parallel envs only, and {env_id!r} is not one")
+    if outside is not None and not isinstance(outside, Mapping):
+        raise InvalidType(f"`outside` must map group names to teams, received {outside!r}")
+    named_agents = _teams(agent) if parallel else _agents(agent)
+    entries = _switch_entries(shifts, when) if parallel else _shift_entries(shifts, when)
+    _check_protocol(entries, int(episodes), shift_at, share_pre_shift, observational, lives_as_episodes, stack)
+    settings = _Settings(
+        env_id=env_id,
+        env_kwargs=dict(env_kwargs or {}),
+        shifts=entries,
+        episodes=int(episodes),
+        deterministic=bool(deterministic),
+        lives_as_episodes=bool(lives_as_episodes),
+        probe=int(probe),
+        agent_sources={name: str(a) if isinstance(a, (str, os.PathLike)) else None for name, a in named_agents.items()},
+        shift_at=None if shift_at is None else int(shift_at),
+        share_pre_shift=bool(share_pre_shift),
+        observational=bool(observational),
+        multiagent=parallel,
+        outside={g: t if isinstance(t, str) else None for g, t in (outside or {}).items()},
+    )
+    run_seeds = _seeds(seeds)
+    if parallel:
+        named_agents = _check_teams(named_agents, outside or {}, settings, stack)
+    else:
+        _check_applies(named_agents, settings, stack)
+
+    root = Path(out)
+    request = {"rlwrappers": __version__, **asdict(settings), "seeds": run_seeds}
+    _claim(root, request)
+    specs = [
+        RunSpec(
+            name,
+            shift,
+            seed,
+            f"logs/{_directory_name(name)}/{_directory_name(shift)}/seed{seed}",
+            settings.first_episode(shift),
+        )
+        for name in named_agents
+        for shift in (BASELINE, *settings.shifts)
+        for seed in run_seeds
+    ]
+    previous = _read_index(root)
+    index: dict[str, dict[str, Any]] = {}
+    todo = []
+    for spec in specs:
+        if _complete(root, spec, settings.episodes - spec.first_episode):
+            index[spec.path] = previous.get(spec.path) or {**asdict(spec), "status": "complete"}
+        else:
+            index[spec.path] = {**asdict(spec), "status": "pending"}
+            todo.append(spec)
+    _write_index(root, index)
+
+    played = {spec.path: settings.episodes - spec.first_episode for spec in specs}
+    bar = _progress(sum(played.values()), progress)
+    bar.update(sum(played.values()) - sum(played[spec.path] for spec in todo))
+    try:
+        for row in _execute(todo, named_agents, settings, root, stack, backend, min(workers, max(len(todo), 1))):
+            index[row["path"]] = row
+            _write_index(root, index)
+            bar.update(played[row["path"]])
+    finally:
+        bar.close()
+    _run_probes(named_agents, settings, root, stack)
+    result = open_evaluation(root)
+    if settings.shift_at is not None:
+        _warn_if_not_identical(result.fixed_seed_check())
+    return result
+
+
+def _check_options(
+    episodes: Any, backend: Any, workers: Any, wrappers: Sequence[Any], outer_wrappers: Sequence[Any], probe: Any
+) -> int:
+    """Rejects bad run options; returns the number of workers (default: the CPU cores)."""
     if not isinstance(episodes, (int, np.integer)) or isinstance(episodes, bool) or episodes < 1:
         raise InvalidArgument(f"`episodes` must be an int >= 1, received {episodes!r}")
     if backend not in BACKENDS:
@@ -594,52 +906,62 @@ def evaluate(
             raise InvalidType(f"`{name}` must hold callables env -> env, received {list(group)!r}")
     if not isinstance(probe, (int, np.integer)) or isinstance(probe, bool) or probe < 0:
         raise InvalidArgument(f"`probe` must be an int >= 0 (states per shift), received {probe!r}")
-    stack = Stack(tuple(wrappers), tuple(outer_wrappers))
-    named_agents = _agents(agent)
-    settings = _Settings(
-        env_id=env_id,
-        env_kwargs=dict(env_kwargs or {}),
-        shifts=_shift_entries(shifts, when),
-        episodes=int(episodes),
-        deterministic=bool(deterministic),
-        lives_as_episodes=bool(lives_as_episodes),
-        probe=int(probe),
-        agent_sources={name: str(a) if isinstance(a, (str, os.PathLike)) else None for name, a in named_agents.items()},
-    )
-    run_seeds = _seeds(seeds)
-    _check_applies(named_agents, settings, stack)
+    return workers
 
-    root = Path(out)
-    request = {"rlwrappers": __version__, **asdict(settings), "seeds": run_seeds}
-    _claim(root, request)
-    specs = [
-        RunSpec(name, shift, seed, f"logs/{_directory_name(name)}/{_directory_name(shift)}/seed{seed}")
-        for name in named_agents
-        for shift in (BASELINE, *settings.shifts)
-        for seed in run_seeds
-    ]
-    previous = _read_index(root)
-    index: dict[str, dict[str, Any]] = {}
-    todo = []
-    for spec in specs:
-        if _complete(root, spec, settings.episodes):
-            index[spec.path] = previous.get(spec.path) or {**asdict(spec), "status": "complete"}
-        else:
-            index[spec.path] = {**asdict(spec), "status": "pending"}
-            todo.append(spec)
-    _write_index(root, index)
 
-    bar = _progress(len(specs) * settings.episodes, progress)
-    bar.update((len(specs) - len(todo)) * settings.episodes)
-    try:
-        for row in _execute(todo, named_agents, settings, root, stack, backend, min(workers, max(len(todo), 1))):
-            index[row["path"]] = row
-            _write_index(root, index)
-            bar.update(settings.episodes)
-    finally:
-        bar.close()
-    _run_probes(named_agents, settings, root, stack)
-    return open_evaluation(root)
+def _check_protocol(
+    entries: Mapping[str, list[dict[str, Any]]],
+    episodes: int,
+    shift_at: Any,
+    share_pre_shift: Any,
+    observational: Any,
+    lives_as_episodes: bool,
+    stack: Stack,
+) -> None:
+    """Rejects causal and observational settings that cannot be run as asked."""
+    for name, value in (("share_pre_shift", share_pre_shift), ("observational", observational)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise InvalidType(f"`{name}` must be a bool, received {value!r}")
+    if shift_at is None:
+        return
+    if observational:
+        raise InvalidArgument("`shift_at` (the causal protocol) and `observational` exclude each other; choose one")
+    if not isinstance(shift_at, (int, np.integer)) or isinstance(shift_at, bool) or not 1 <= shift_at < episodes:
+        raise InvalidArgument(
+            f"`shift_at` must be an episode in 1 .. {episodes - 1} (with episodes before and after it),"
+            f" received {shift_at!r}"
+        )
+    if not entries:
+        raise InvalidArgument("`shift_at` needs at least one shift to introduce")
+    for name, group in entries.items():
+        for entry in group:
+            if not schedule.parse(entry["when"]).episode_local:
+                raise InvalidArgument(
+                    f"shift {name!r} has schedule {entry['when']!r}, which counts episodes or steps over the run;"
+                    " with `shift_at` a shift starts at that episode and its own schedule must act within episodes"
+                )
+            if lives_as_episodes and stack.over and not _on_agent_input(entry):
+                raise InvalidArgument(
+                    f"shift {name!r} acts under the `outer_wrappers`, which see whole games, so it cannot start at"
+                    " a life: with `shift_at` and `lives_as_episodes`, place it on the agent's input or count games"
+                )
+
+
+class FixedSeedWarning(UserWarning):
+    """Runs that should be identical before the shift are not: the env or the agent is not deterministic."""
+
+
+def _warn_if_not_identical(check: pd.DataFrame) -> None:
+    broken = check[~check["identical"]]
+    if len(broken):
+        runs = ", ".join(f"{r.agent}/{r.shift}/seed {r.run_seed}" for r in broken.itertuples())
+        warnings.warn(
+            f"THE FIXED-SEED ASSUMPTION FAILED: {len(broken)} of {len(check)} shifted runs differ from their"
+            f" counterfactual before the shift ({runs}). The env or the agent is not deterministic, and the"
+            " difference-in-differences estimate is not a causal effect of the shift.",
+            FixedSeedWarning,
+            stacklevel=3,
+        )
 
 
 def _check_applies(agents: Mapping[str, Any], settings: _Settings, stack: Stack) -> None:
@@ -717,28 +1039,63 @@ class Evaluation:
         """Whether every run finished."""
         return bool((self.index["status"] == "complete").all())
 
+    @property
+    def shift_at(self) -> int | None:
+        """The causal protocol's first shifted episode ``T``, or None."""
+        value = self.request.get("shift_at")
+        return None if value is None else int(value)
+
+    @property
+    def observational(self) -> bool:
+        """Whether the evaluation ran seed 001's observational protocol."""
+        return bool(self.request.get("observational", False))
+
+    def _runs(self) -> Iterator[tuple[Any, int]]:
+        """The finished runs' index rows, with each one's first episode."""
+        for row in self.index.itertuples():
+            if row.status == "complete":
+                first = getattr(row, "first_episode", 0)
+                yield row, 0 if first is None or first != first else int(first)  # NaN in older rows
+
     def episodes(self) -> pd.DataFrame:
         """Every complete episode of every finished run, with its counterfactual's return beside it.
 
-        Columns: agent, shift, run_seed, episode, seed (given to reset), return, length, and
-        ``baseline_return``, the return of the same episode in the counterfactual run.
+        Columns: agent, shift, run_seed, episode, seed (given to reset), return, length, ``baseline_return``
+        (the return of the same episode in the counterfactual run) and ``shared``: True for the episodes a
+        causal run took from its counterfactual instead of playing them (see ``share_pre_shift`` in
+        :func:`evaluate`).
         """
         pd = require("pandas", purpose="reading evaluations")
         from rlwrappers.record import load_episodes
 
         frames = []
-        for row in self.index.itertuples():
-            if row.status != "complete":
-                continue
+        firsts = {}
+        for row, first in self._runs():
             e = load_episodes(self.path / row.path)[["episode", "seed", "return", "length", "complete"]]
+            e["episode"] += first
             e.insert(0, "agent", row.agent)
             e.insert(1, "shift", row.shift)
             e.insert(2, "run_seed", row.seed)
             frames.append(e)
+            firsts[row.agent, row.shift, row.seed] = first
         if not frames:
             raise LogError(f"{str(self.path)!r} holds no finished run")
         table = pd.concat(frames, ignore_index=True)
         table = table[table["complete"].astype(bool)].drop(columns="complete")
+        table["shared"] = False
+        baseline = table[table["shift"] == BASELINE]
+        shared = [
+            baseline[
+                (baseline["agent"] == agent) & (baseline["run_seed"] == seed) & (baseline["episode"] < first)
+            ].assign(shift=shift, shared=True)
+            for (agent, shift, seed), first in firsts.items()
+            if first > 0
+        ]
+        if shared:  # each run's shared episodes go before its own, runs stay in index order
+            order = {run: i for i, run in enumerate(firsts)}
+            table = pd.concat([table, *shared], ignore_index=True)
+            table["run"] = [order[k] for k in zip(table["agent"], table["shift"], table["run_seed"], strict=True)]
+            table = table.sort_values(["run", "episode"], kind="stable").drop(columns="run")
         baseline = table[table["shift"] == BASELINE][["agent", "run_seed", "episode", "return"]]
         table = table.merge(
             baseline.rename(columns={"return": "baseline_return"}), on=["agent", "run_seed", "episode"], how="left"
@@ -753,6 +1110,47 @@ class Evaluation:
         """
         return summarize(self.episodes(), alphas)
 
+    def fixed_seed_check(self) -> pd.DataFrame:
+        """Checks the RL fixed-seed assumption of a causal evaluation: shifted runs equal the counterfactual before T.
+
+        Every episode a shifted run played before ``shift_at`` (only ``T - 1`` when the pre-shift episodes are
+        shared, all of them otherwise) is compared step by step with the same episode of the counterfactual:
+        actions, rewards and ends.
+
+        Returns:
+            One row per finished shifted run: agent, shift, run_seed, ``compared`` (episodes compared),
+            ``identical`` and ``first_difference`` (the first episode that differs, or -1).
+
+        Raises:
+            LogError: the evaluation is not causal (no ``shift_at``).
+        """
+        pd = require("pandas", purpose="reading evaluations")
+        shift_at = self.shift_at
+        if shift_at is None:
+            raise LogError(f"the evaluation at {str(self.path)!r} has no `shift_at`: it is not causal")
+        runs = list(self._runs())
+        baselines = {(row.agent, row.seed): row.path for row, _ in runs if row.shift == BASELINE}
+        rows = []
+        for row, first in runs:
+            counterfactual = baselines.get((row.agent, row.seed))
+            if row.shift == BASELINE or counterfactual is None:
+                continue
+            mine = _pre_shift_steps(self.path / row.path, 0, shift_at - first)
+            theirs = _pre_shift_steps(self.path / counterfactual, first, shift_at)
+            differing = [e for e in range(shift_at - first) if not _same(mine.get(e), theirs.get(e))]
+            rows.append(
+                {
+                    "agent": row.agent,
+                    "shift": row.shift,
+                    "run_seed": row.seed,
+                    "compared": shift_at - first,
+                    "identical": not differing,
+                    "first_difference": differing[0] + first if differing else -1,
+                }
+            )
+        columns = ["agent", "shift", "run_seed", "compared", "identical", "first_difference"]
+        return pd.DataFrame(rows, columns=columns)
+
     def probes(self) -> dict[tuple[str, str], Probe]:
         """The probe of every (agent, shift) that has one, by (agent, shift); see :class:`Probe`."""
         out = {}
@@ -762,6 +1160,27 @@ class Evaluation:
                 if path.exists():
                     out[str(agent), shift] = Probe.load(path)
         return out
+
+
+_STEP_COLUMNS: Final = ["step", "action", "reward", "terminated", "truncated"]
+
+
+def _pre_shift_steps(path: Path, start: int, stop: int) -> dict[int, Any]:
+    """The steps of episodes ``start .. stop - 1`` of a finished log, as one Arrow table per episode."""
+    pa = require("pyarrow")
+    pq = require("pyarrow.parquet", purpose="reading logs")
+    bounds = [("episode", ">=", start), ("episode", "<", stop)]
+    table = pq.read_table(path / "steps.parquet", columns=["episode", *_STEP_COLUMNS], filters=bounds)
+    episodes = table.column("episode").to_numpy()
+    return {
+        int(e) - start: table.filter(pa.array(episodes == e)).select(_STEP_COLUMNS).combine_chunks()
+        for e in np.unique(episodes)
+    }
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two episodes' step tables are present and equal."""
+    return a is not None and b is not None and bool(a.equals(b))
 
 
 def summarize(episodes: pd.DataFrame, alphas: Sequence[float] = (0.5, 1.0, 2.0)) -> pd.DataFrame:

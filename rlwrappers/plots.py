@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from rlwrappers._optional import require
 from rlwrappers.error import InvalidArgument, InvalidType
 from rlwrappers.metrics.did import difference_in_differences
+from rlwrappers.metrics.forecast import Forecast
 from rlwrappers.metrics.reproducibility import lcb, pareto_front
 from rlwrappers.metrics.spectra import band_energy, difference_spectrum, log_spectrum
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "band_energy_curves",
     "band_energy_differences",
+    "forecasts",
     "fourier_spectra",
     "impact_panels",
     "lcb_curves",
@@ -43,6 +45,7 @@ __all__ = [
     "return_distributions",
     "rolling_mean",
     "sweep_curves",
+    "sweep_measures",
 ]
 
 #: Methods past this many share colours again.
@@ -397,6 +400,11 @@ _SWEEP_PANELS: Final = (
 )
 
 
+def sweep_measures(table: pd.DataFrame) -> list[str]:
+    """The columns of a sweep table that :func:`sweep_curves` can draw: those holding a number."""
+    return [c for c, _, _ in _SWEEP_PANELS if c in table.columns and np.isfinite(table[c].to_numpy(np.float64)).any()]
+
+
 def sweep_curves(
     table: pd.DataFrame,
     values: ArrayLike,
@@ -429,7 +437,8 @@ def sweep_curves(
             f"`values` and `shifts` must list the same two or more shifts, received {len(x)} and {len(shifts)}"
         )
     agents = list(dict.fromkeys(str(a) for a in table.index.get_level_values("agent")))
-    panels = [p for p in _SWEEP_PANELS if p[0] in table.columns and np.isfinite(table[p[0]].to_numpy(np.float64)).any()]
+    drawable = sweep_measures(table)
+    panels = [p for p in _SWEEP_PANELS if p[0] in drawable]
     if not panels:
         raise InvalidArgument("`table` holds no impact, flip rate or perceptual distance to draw")
     fig, axes = _row(len(panels), 3.6, 3.2)
@@ -525,4 +534,43 @@ def impact_panels(treated: Mapping[str, ArrayLike], control: ArrayLike, shift_at
     axes[1].axhline(0.0, color="0.3", linewidth=0.8)
     axes[2].axhline(0.0, color="0.3", linewidth=0.8)
     axes[0].legend(fontsize="small")
+    return fig
+
+
+def forecasts(
+    series: Mapping[str, ArrayLike], forecast: Mapping[str, Forecast | None], *, window: int = 25, title: str = ""
+) -> Figure:
+    """Seed 001's observational plot (Figures 4 and 6): each series' rolling mean, then its forecast and interval.
+
+    Args:
+        series: line name -> the per-episode returns the forecast was fitted to (mean or IQM over seeds).
+        forecast: line name -> its :class:`~rlwrappers.metrics.forecast.Forecast`, or None to draw the series
+            alone (a series too short to fit).
+        window: the rolling mean's width (seed 001: 25), for display only.
+        title: the figure's title.
+
+    Raises:
+        InvalidArgument: no series, or a forecast for a line without a series.
+    """
+    if not isinstance(series, Mapping) or not series:
+        raise InvalidArgument(f"`series` must map at least one line name to returns, received {series!r}")
+    unknown = set(forecast) - set(series)
+    if unknown:
+        raise InvalidArgument(f"`forecast` names lines that `series` does not: {sorted(unknown)}")
+    fig, ax = _figure(6.4, 3.8)
+    for i, (name, values) in enumerate(series.items()):
+        y = np.asarray(values, dtype=np.float64).ravel()
+        colour = _colour(i)
+        ax.plot(np.arange(len(y)), rolling_mean(y, window), color=colour, linewidth=1.6, label=name)
+        f = forecast.get(name)
+        if f is not None:
+            ahead = np.arange(len(y), len(y) + len(f.mean))
+            ax.plot(ahead, f.mean, color=colour, linewidth=1.4, linestyle="--")
+            ax.fill_between(ahead, f.lower, f.upper, color=colour, alpha=0.15, linewidth=0)
+    ax.grid(True, alpha=0.3)
+    ax.set_xlabel("episode")
+    ax.set_ylabel(f"return (rolling mean of {window}), then forecast")
+    if title:
+        ax.set_title(title)
+    _legend(fig, ax, len(series))
     return fig

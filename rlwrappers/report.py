@@ -9,6 +9,9 @@
       impact.csv     with shifts: impact, flip rate, perturbation size, SSIM and LPIPS per (agent, shift)
       sweep-<k>.png  one per sweep found (:func:`rlwrappers.sweeps.curves`): the measures against the parameter
       spectra.png, band-energy.png   with image probes: Fourier spectra and energy per frequency band
+      did.csv, impact-<k>.png        causal evaluations (``shift_at``): the difference-in-differences table and
+                                     seed 001's three impact panels per agent, one line per shift
+      forecast.csv, forecast-<k>.png observational evaluations: damped-trend forecasts per agent and arm
       PARTIAL.txt    only while some runs have not finished: which ones
 
 A report of an evaluation with unfinished runs is marked PARTIAL in its title, in a banner that lists the
@@ -125,7 +128,7 @@ def _cells(summary: pd.DataFrame) -> tuple[list[str], list[list[str]], int]:
     columns: list[list[str]] = [[str(v) for v in table[n]] for n in names]
     for column in summary.columns:
         values = np.asarray(table[column], dtype=np.float64)
-        if column == "episodes":
+        if column in ("episodes", "seeds"):
             columns.append([MISSING if not np.isfinite(v) else str(int(v)) for v in values])
         else:
             digits = _decimals(values)
@@ -304,8 +307,8 @@ def _edges(table: pd.DataFrame, curves: list[sweeps.Curve]) -> pd.DataFrame | No
 def _shift_measures(
     evaluation: Evaluation, minimum: float | str | None, lpips: LPIPS | str | None
 ) -> _ShiftMeasures | None:
-    if not evaluation.request.get("shifts"):
-        return None
+    if not evaluation.request.get("shifts") or evaluation.request.get("multiagent"):
+        return None  # switching agents changes no observation: no probe, no impact of eq. 3
     model, lpips_note = _lpips_model(lpips)
     if minimum is None:
         minimum = sweeps.resolve_minimum(str(evaluation.request.get("env_id")), evaluation.request.get("env_kwargs"))
@@ -334,7 +337,8 @@ def _spectrum_shifts(evaluation: Evaluation, measures: _ShiftMeasures) -> list[s
 
 def _shift_figures(evaluation: Evaluation, measures: _ShiftMeasures) -> dict[str, tuple[str, Figure]]:
     figures: dict[str, tuple[str, Figure]] = {}
-    for k, curve in enumerate(measures.curves):
+    drawable = bool(plots.sweep_measures(measures.table))  # no minimum score and no probe: nothing to draw
+    for k, curve in enumerate(measures.curves if drawable else []):
         edges = {}
         if measures.edges is not None and f"impact>={EDGE_TARGETS['impact']} at" in measures.edges:
             for (agent, title), value in measures.edges[f"impact>={EDGE_TARGETS['impact']} at"].items():
@@ -391,6 +395,112 @@ def _shift_html(measures: _ShiftMeasures, images: Mapping[str, tuple[str, str]])
             "LPIPS of the shift there; n/a where no value reaches it.</p>",
             _html_table(measures.edges),
         ]
+    parts.append(_figures_html(images))
+    return "\n".join(parts)
+
+
+# -- seed 001's protocol: causal impact and forecasts -------------------------------------------------------
+_DID_COLUMNS: Final = ["seeds", "estimate", "se", "lower", "upper", "cumulative"]
+_FORECAST_COLUMNS: Final = ["episodes", "forecast", "lower", "upper", "damping"]
+
+
+@dataclass(frozen=True)
+class _Protocol:
+    """What the report shows of a causal or observational evaluation."""
+
+    title: str
+    intro: str
+    table: pd.DataFrame | None
+    csv: str
+    statements: list[str]
+    figures: dict[str, tuple[str, Figure]]
+
+
+def _protocol(evaluation: Evaluation, episodes: pd.DataFrame, window: int = 25) -> _Protocol | None:
+    """The causal section (DiD table, fixed-seed check, verdicts, impact panels) or the observational one."""
+    from rlwrappers import protocol
+
+    if evaluation.shift_at is not None:
+        shift_at = evaluation.shift_at
+        try:
+            table = protocol.did_table(evaluation)
+        except MissingExtra as exc:
+            return _Protocol("Causal impact", "", None, "", [f"n/a: {exc}"], {})
+        check = evaluation.fixed_seed_check()
+        broken = check[~check["identical"]]
+        statements = [
+            f"FIXED-SEED CHECK FAILED for {len(broken)} of {len(check)} shifted runs: they differ from their "
+            "counterfactual before the shift, so the env or the agent is not deterministic and no estimate below "
+            "is a causal effect."
+            if len(broken)
+            else f"Fixed-seed check passed: all {len(check)} shifted runs equal their counterfactual before episode "
+            f"{shift_at} ({int(check['compared'].sum())} pre-shift episodes compared step by step)."
+        ]
+        statements += [f"{agent} under {shift}: {row.verdict}" for (agent, shift), row in table.iterrows()]
+        statements += protocol.impact_verdicts(table)
+        figures = {}
+        for k, agent in enumerate(dict.fromkeys(episodes["agent"])):
+            levels = {}
+            for shift in dict.fromkeys(episodes[episodes["agent"] == agent]["shift"]):
+                if shift != BASELINE and (agent, shift) in table.index and np.isfinite(table.loc[(agent, shift), "se"]):
+                    levels[str(shift)] = protocol.returns(episodes, str(agent), str(shift))
+            if not levels:
+                continue
+            control = protocol.returns(episodes, str(agent), BASELINE)
+            levels = {name: r for name, r in levels.items() if r.shape == control.shape}
+            if levels:
+                figures[f"impact-{k}.png"] = (
+                    f"{agent}: returns with their rolling mean over {window} episodes (left), the pointwise impact "
+                    f"(treated minus counterfactual, middle) and its running sum (right), one line per shift, "
+                    f"means over seeds; the shift starts at the dashed line (episode {shift_at}).",
+                    plots.impact_panels(levels, control, shift_at, window=window),
+                )
+        intro = (
+            f"Every shift starts at episode {shift_at}; its counterfactual is the same seeds without it. The estimate "
+            "is the difference-in-differences (seed 001, eq. 4, equal to eq. 5 when the fixed-seed check passes) "
+            "averaged over seeds; se is its standard error over seeds; lower and upper bound its 95% t-interval; "
+            "cumulative is the cumulative impact at the last episode. An agent beats another under a shift when its "
+            "cumulative impact is higher at the end."
+        )
+        return _Protocol("Causal impact", intro, table, "did.csv", statements, figures)
+    if evaluation.observational:
+        try:
+            arms = protocol.forecasts(evaluation)
+        except MissingExtra as exc:
+            return _Protocol("Forecasts", "", None, "", [f"n/a: {exc}"], {})
+        table = protocol.forecast_table(arms)
+        statements = [f"{a} / {s}: {note}" for (a, s), note in table["note"].items() if note]
+        statements += protocol.forecast_verdicts(arms)
+        figures = {}
+        for k, agent in enumerate(dict.fromkeys(a for a, _ in arms)):
+            mine = {s: arm for (a, s), arm in arms.items() if a == agent and len(arm.series)}
+            figures[f"forecast-{k}.png"] = (
+                f"{agent}: the rolling mean over {window} episodes of the per-episode mean return over seeds, then "
+                "the damped-trend forecast (dashed) with its 99% prediction interval (shaded) over 100 episodes.",
+                plots.forecasts(
+                    {s: arm.series for s, arm in mine.items()},
+                    {s: arm.forecast for s, arm in mine.items()},
+                    window=window,
+                    title=str(agent),
+                ),
+            )
+        intro = (
+            "Shifts struck at random. Each arm's returns are averaged over seeds per episode; Holt's linear trend "
+            "with a damped trend is fitted to that raw series (not to its rolling mean) and forecasts 100 more "
+            "episodes. forecast, lower and upper are the forecast and its 99% prediction interval at the last of "
+            "them; damping is the fitted phi. An arm counts as significantly better than another when its forecast is "
+            "higher and the intervals never overlap."
+        )
+        return _Protocol("Forecasts", intro, table, "forecast.csv", statements, figures)
+    return None
+
+
+def _protocol_html(section: _Protocol, images: Mapping[str, tuple[str, str]]) -> str:
+    parts = [f"<h2>{html.escape(section.title)}</h2>", f"<p>{html.escape(section.intro)}</p>"]
+    if section.table is not None and len(section.table):
+        columns = _DID_COLUMNS if section.csv == "did.csv" else _FORECAST_COLUMNS
+        parts.append(_html_table(section.table[columns]))
+    parts.append("<ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in section.statements) + "</ul>")
     parts.append(_figures_html(images))
     return "\n".join(parts)
 
@@ -538,8 +648,11 @@ def write_report(
         images[name] = (caption, _png(fig, out / name, note))
     if "deltas.png" not in images:
         (out / "deltas.png").unlink(missing_ok=True)
-    for stale in [*out.glob("sweep-*.png"), out / "spectra.png", out / "band-energy.png", out / "impact.csv"]:
-        stale.unlink(missing_ok=True)
+    stale = [*out.glob("sweep-*.png"), *out.glob("impact-*.png"), *out.glob("forecast-*.png")]
+    for path in [*stale, out / "spectra.png", out / "band-energy.png", out / "impact.csv"]:
+        path.unlink(missing_ok=True)
+    for name in ("did.csv", "forecast.csv"):
+        (out / name).unlink(missing_ok=True)
     section = ""
     measures = _shift_measures(evaluation, minimum, lpips)
     if measures is not None:
@@ -549,6 +662,14 @@ def write_report(
             for name, (caption, fig) in _shift_figures(evaluation, measures).items()
         }
         section = _shift_html(measures, shift_images)
+    protocol_section = _protocol(evaluation, episodes)
+    if protocol_section is not None:
+        if protocol_section.table is not None:
+            protocol_section.table.to_csv(out / protocol_section.csv)
+        protocol_images = {
+            name: (caption, _png(fig, out / name, note)) for name, (caption, fig) in protocol_section.figures.items()
+        }
+        section = _protocol_html(protocol_section, protocol_images) + "\n" + section
     page = out / "report.html"
     page.write_text(_page(evaluation, summary, images, missing, section), encoding="utf-8")
     return page

@@ -119,6 +119,15 @@ class Schedule(abc.ABC):
         """Whether :meth:`plan` draws from the generator it is given."""
         return False
 
+    @property
+    def episode_local(self) -> bool:
+        """Whether each episode's decisions depend only on that episode (its own steps and generator).
+
+        False for schedules that count episodes or steps over the wrapper's life (``starting(episode=...)``,
+        ``window(..., unit="total_step")``): they act differently when a run starts part-way through.
+        """
+        return True
+
     @abc.abstractmethod
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         """Returns the decisions for the episode with lifetime index ``episode``.
@@ -202,6 +211,11 @@ class Starting(Schedule):
         self.at = _check.integer(self.unit, value, minimum=0)
 
     @override
+    @property
+    def episode_local(self) -> bool:
+        return self.unit == "step"
+
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         if self.unit == "episode":
             return ON if episode >= self.at else OFF
@@ -227,6 +241,11 @@ class Window(Schedule):
         if self.stop <= self.start:
             raise InvalidArgument(f"`stop` must be > `start` ({start}), received {stop!r}")
         self.unit = _check.choice("unit", unit, UNITS)
+
+    @override
+    @property
+    def episode_local(self) -> bool:
+        return self.unit == "step"
 
     @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
@@ -369,6 +388,11 @@ class _Group(Schedule):
         return any(m.random for m in self.members)
 
     @override
+    @property
+    def episode_local(self) -> bool:
+        return all(m.episode_local for m in self.members)
+
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         plans = [m.plan(episode, total_step, rng) for m in self.members]
         if any(p.constant is self.decisive for p in plans):
@@ -428,6 +452,11 @@ class Not(Schedule):
     @property
     def random(self) -> bool:
         return self.member.random
+
+    @override
+    @property
+    def episode_local(self) -> bool:
+        return self.member.episode_local
 
     @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:

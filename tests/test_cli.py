@@ -161,6 +161,9 @@ def test_evaluate_then_report_from_the_command_line(tmp_path):
     assert partial.stdout.startswith("PARTIAL: 1 of 4 runs have not finished")
 
 
+CARTPOLE = ["evaluate", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -169,6 +172,13 @@ def test_evaluate_then_report_from_the_command_line(tmp_path):
         (["evaluate", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1", "--shift", "obs_noise(std=-1)"], "`std`"),
         (["evaluate", "--env", "CartPole-v1", "--agent", "nowhere/agent.zip"], "does not exist"),
         (["report", "."], "no rlwrappers evaluation"),
+        ([*CARTPOLE, "--shift-at-episode", "x"], "episode number"),
+        ([*CARTPOLE, "--play-pre-shift"], "--shift-at-episode"),
+        (
+            [*CARTPOLE, "--shift", "obs_noise(std=1)", "--shift-at-episode", "10", "--episodes", "10"],
+            "`shift_at` must be an episode in 1 .. 9",
+        ),
+        ([*CARTPOLE, "--observational", "--when", "always"], "--observational sets when"),
     ],
 )
 def test_bad_input_exits_with_2_and_one_line(tmp_path, args, message):
@@ -179,6 +189,35 @@ def test_bad_input_exits_with_2_and_one_line(tmp_path, args, message):
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "run" / "index.json").exists()
+
+
+@pytest.mark.slow
+def test_the_causal_and_observational_protocols_from_the_command_line(tmp_path):
+    base = ["evaluate", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1", "--shift", "obs_noise(std=1.0)"]
+    quick = ["--episodes", "12", "--seed-list", "0", "1", "--quiet", "--probe", "0", "--workers", "2"]
+    causal = run(*base, *quick, "--shift-at-episode", "--out", str(tmp_path / "causal"))
+    assert causal.returncode == 0, causal.stderr
+    assert rw.open_evaluation(tmp_path / "causal").shift_at == 6  # halfway
+    assert "Fixed-seed check passed: 2 shifted runs" in causal.stdout
+    assert "significant: the shift lowers the mean return" in causal.stdout
+    assert (tmp_path / "causal" / "report" / "impact-0.png").exists()
+
+    observed = run(*base, *quick, "--observational", "bursts(p=0.05, duration=(5, 20))", "--out", str(tmp_path / "obs"))
+    assert observed.returncode == 0, observed.stderr
+    evaluation = rw.open_evaluation(tmp_path / "obs")
+    assert evaluation.observational
+    assert evaluation.request["shifts"]["obs_noise(std=1.0)"][0]["when"] == "bursts(p=0.05, duration=(5, 20))"
+    assert "Damped-trend forecasts" in observed.stdout and "no shift" in observed.stdout
+    assert (tmp_path / "obs" / "report" / "forecast-0.png").exists()
+
+
+def test_the_protocols_default_to_ten_seeds():
+    parser, _ = cli._parser()
+    args = parser.parse_args(["evaluate", "--env", "E", "--agent", "A", "--out", "o", "--shift-at-episode"])
+    assert args.shift_at_episode == cli.HALFWAY and cli._shift_at(args.shift_at_episode, 40) == 20
+    assert cli._run_options(args, rw.protocol.SEEDS)["seeds"] == 10
+    plain = parser.parse_args(["evaluate", "--env", "E", "--agent", "A", "--out", "o"])
+    assert cli._run_options(plain)["seeds"] == cli.SEEDS == 5
 
 
 @pytest.mark.slow

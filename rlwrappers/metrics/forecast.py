@@ -16,6 +16,7 @@ statsmodels comes with the ``causal`` extra.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,8 @@ class Forecast:
         level: the intervals' coverage (0.99 for seed 001's 99%).
         params: the fitted smoothing parameters: ``smoothing_level`` (alpha), ``smoothing_trend`` (beta),
             ``damping_trend`` (phi), ``initial_level`` and ``initial_trend``.
+        converged: whether the maximum-likelihood fit converged; when False the parameters are the optimizer's
+            last ones (statsmodels' ConvergenceWarning is kept here instead of being printed).
     """
 
     mean: NDArray[np.float64]
@@ -67,6 +70,7 @@ class Forecast:
     upper: NDArray[np.float64]
     level: float
     params: dict[str, float]
+    converged: bool = True
 
 
 def damped_trend_forecast(series: ArrayLike, horizon: int = 100, level: float = 0.99) -> Forecast:
@@ -93,7 +97,9 @@ def damped_trend_forecast(series: ArrayLike, horizon: int = 100, level: float = 
     pd = require("pandas", purpose="forecasts")
     ets = require("statsmodels.tsa.exponential_smoothing.ets", purpose="damped-trend forecasts")
     # A pandas series: statsmodels 0.15's prediction results need an index.
-    fitted = ets.ETSModel(pd.Series(y), error="add", trend="add", damped_trend=True).fit(disp=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", require("statsmodels.tools.sm_exceptions").ConvergenceWarning)
+        fitted = ets.ETSModel(pd.Series(y), error="add", trend="add", damped_trend=True).fit(disp=False)
     frame = fitted.get_prediction(start=len(y), end=len(y) + int(horizon) - 1).summary_frame(alpha=1.0 - level)
     names = ("smoothing_level", "smoothing_trend", "damping_trend", "initial_level", "initial_trend")
     return Forecast(
@@ -102,6 +108,7 @@ def damped_trend_forecast(series: ArrayLike, horizon: int = 100, level: float = 
         upper=frame["pi_upper"].to_numpy(np.float64),
         level=float(level),
         params={name: float(value) for name, value in zip(names, fitted.params, strict=True)},
+        converged=bool(fitted.mle_retvals.get("converged", True)),
     )
 
 
