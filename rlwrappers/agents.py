@@ -258,20 +258,19 @@ class SB3Agent(Agent):
 
     def outputs(self, x: torch.Tensor) -> Outputs:
         """Logits and values (PPO, A2C), q-values (DQN), or the action and its log-std (SAC, TD3)."""
+        return self._outputs(x, values=True)
+
+    def _outputs(self, x: torch.Tensor, *, values: bool) -> Outputs:
+        """:meth:`outputs`, leaving out the critic's values unless ``values`` (acting needs none)."""
         policy, x = self.policy, self._policy_input(x)
         if self.kind == "actor_critic":
             features = policy.extract_features(x)
-            if policy.share_features_extractor:
-                latent_pi, latent_vf = policy.mlp_extractor(features)
-            else:
-                pi_features, vf_features = features
-                latent_pi = policy.mlp_extractor.forward_actor(pi_features)
-                latent_vf = policy.mlp_extractor.forward_critic(vf_features)
-            head = policy.action_net(latent_pi)
-            values = policy.value_net(latent_vf).squeeze(-1)
+            pi_features, vf_features = (features, features) if policy.share_features_extractor else features
+            head = policy.action_net(policy.mlp_extractor.forward_actor(pi_features))
+            value = policy.value_net(policy.mlp_extractor.forward_critic(vf_features)).squeeze(-1) if values else None
             if isinstance(self.action_space, gym.spaces.Discrete):
-                return Outputs(logits=head, values=values)
-            return Outputs(action=head, values=values, log_std=policy.log_std.expand_as(head))
+                return Outputs(logits=head, values=value)
+            return Outputs(action=head, values=value, log_std=policy.log_std.expand_as(head))
         if self.kind == "dqn":
             return Outputs(q_values=policy.q_net(x))
         if self.kind == "sac":
@@ -293,7 +292,7 @@ class SB3Agent(Agent):
                 mean_np, std_np = mean.numpy(), log_std.exp().numpy()
                 squashed = np.tanh(mean_np + std_np * rng.standard_normal(mean_np.shape).astype(np.float32))
                 return self._low + 0.5 * (squashed + 1.0) * (self._high - self._low)
-            out = self.outputs(self.tensor(obs))
+            out = self._outputs(self.tensor(obs), values=False)
         if out.action is not None:
             action = out.action.numpy()
             if not self.deterministic:  # a diagonal Gaussian policy (PPO, A2C)

@@ -25,6 +25,7 @@ __all__ = [
     "integer_noise_table",
     "noise",
     "replace_random",
+    "scalar_noise",
     "sticky",
     "tight_bounds",
 ]
@@ -57,6 +58,13 @@ def noise(
         unit *= _SQRT3
     unit *= np.asarray(std, dtype=dtype)
     return unit
+
+
+def scalar_noise(std: float, dist: str, rng: np.random.Generator) -> float:
+    """One draw of :func:`noise` with ``shape=()``, as a float, without building an array (per-step rewards)."""
+    if dist == "gaussian":
+        return float(rng.standard_normal()) * std
+    return (float(rng.random()) * 2.0 - 1.0) * _SQRT3 * std
 
 
 @functools.lru_cache(maxsize=64)

@@ -213,3 +213,16 @@ def test_integer_noise_has_the_requested_std_on_int32():
     clean = SpaceEnv(space, ACTIONS).reset(seed=0)[0].astype(np.float64)
     noisy = env.reset(seed=0)[0].astype(np.float64)
     assert abs((noisy - clean).std() / std - 1.0) < 0.05
+
+
+@given(
+    std=st.floats(0.0, 100.0),
+    dist=st.sampled_from(["gaussian", "uniform"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+@SETTINGS
+def test_scalar_noise_is_the_same_draw_as_noise_of_shape_unit(std, dist, seed):
+    from rlwrappers import transforms
+
+    array = transforms.noise((), std, dist, np.random.default_rng(seed))
+    assert transforms.scalar_noise(std, dist, np.random.default_rng(seed)) == float(array[()])

@@ -40,7 +40,7 @@ class RewardNoisePerturbation(Perturbation):
 
     @override
     def reward(self, reward: float, rng: np.random.Generator) -> tuple[float, Record]:
-        delta = float(transforms.noise((), self.std, self.dist, rng)[()])
+        delta = transforms.scalar_noise(self.std, self.dist, rng)
         return reward + delta, {"noise": delta}
 
 
