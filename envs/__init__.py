@@ -7,16 +7,32 @@ Registered here, when this package is imported:
 
 - ``rlwrappers/Catch-v0``: :class:`rlwrappers.envs.catch.Catch`, a ball to catch on a 10 x 5 grid drawn as
   (84, 84, 1) uint8 frames.
+
+Multi-agent (PettingZoo's parallel API, the ``multiagent`` extra; imported on first use, not registered):
+
+- ``coordinated_buildings_v0``: :class:`rlwrappers.envs.powergrid.CoordinatedBuildings`, buildings that cool
+  their zones and share one feeder bus whose voltage must stay in 0.95-1.05 p.u.
+  (``rlwrappers.envs.powergrid.parallel_env``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 from rlwrappers.envs.catch import Catch
 
-__all__ = ["CATCH_ID", "Catch"]
+__all__ = ["CATCH_ID", "Catch"]  # CoordinatedBuildings too, on first use (see __getattr__)
 
 CATCH_ID = "rlwrappers/Catch-v0"
 
 if CATCH_ID not in gym.registry:
     gym.register(id=CATCH_ID, entry_point="rlwrappers.envs.catch:Catch")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CoordinatedBuildings":  # lazily: it needs pettingzoo, an extra
+        from rlwrappers.envs.powergrid import CoordinatedBuildings
+
+        return CoordinatedBuildings
+    raise AttributeError(f"module 'rlwrappers.envs' has no attribute {name!r}")

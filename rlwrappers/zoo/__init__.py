@@ -59,11 +59,23 @@ UNCERTAINTIES: Final[Mapping[str, Mapping[str, str]]] = {
 }
 
 
+def read_cards(directory: Path) -> dict[str, dict[str, Any]]:
+    """The cards (``<name>.json``) in ``directory``, by name, sorted."""
+    paths = sorted(directory.glob("*.json"), key=lambda path: path.stem)
+    return {path.stem: json.loads(path.read_text()) for path in paths}
+
+
+def find_card(all_cards: Mapping[str, dict[str, Any]], name: str, what: str) -> dict[str, Any]:
+    """The card ``name`` of ``all_cards``; ``what`` says what the names are and where to list them."""
+    if name not in all_cards:
+        raise UnknownName(f"`name` {name!r} is not {what}." + did_you_mean(name, all_cards))
+    return all_cards[name]
+
+
 @functools.cache
 def cards() -> dict[str, dict[str, Any]]:
     """Every agent's card, by name."""
-    paths = sorted(DIRECTORY.glob("*.json"), key=lambda path: path.stem)
-    return {path.stem: json.loads(path.read_text()) for path in paths}
+    return read_cards(DIRECTORY)
 
 
 def names() -> list[str]:
@@ -73,12 +85,7 @@ def names() -> list[str]:
 
 def card(name: str) -> dict[str, Any]:
     """The card of agent ``name``: settings, seeds, files and measured returns."""
-    all_cards = cards()
-    if name not in all_cards:
-        raise UnknownName(
-            f"`name` {name!r} is not a zoo agent; `rlwrappers list agents` shows them." + did_you_mean(name, all_cards)
-        )
-    return all_cards[name]
+    return find_card(cards(), name, "a zoo agent; `rlwrappers list agents` shows them")
 
 
 def load(name: str, *, seed: int = 0, deterministic: bool = True) -> SB3Agent:
