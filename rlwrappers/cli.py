@@ -29,7 +29,7 @@ from rlwrappers.sweeps import SWEEPS
 
 __all__ = ["main"]
 
-_PARTS = ("ids", "perturbations", "schedules", "agents")
+_PARTS = ("ids", "perturbations", "schedules", "agents", "teams")
 
 #: What ``rlwrappers demo`` runs.
 DEMO_AGENT = "ppo-CartPole-v1"
@@ -94,6 +94,16 @@ def _list(parts: Sequence[str]) -> None:
             clean = [entry["returns"]["clean"]["mean"] for entry in card["seeds"].values()]
             trained = card["trained_under"] or "clean env"
             print(f"  {name:<32} seeds {seeds:<6} trained on {trained}; clean return {sum(clean) / len(clean):.1f}")
+    if "teams" in parts:
+        from rlwrappers.zoo import teams
+
+        print("Teams (`--agent NAME` or `--outside GROUP=NAME` with a PettingZoo env; rw.zoo.teams.load(NAME)):")
+        for name, card in teams.cards().items():
+            returns = card["returns"]
+            print(
+                f"  {name:<32} {card['env']}, seed {card['seed']}; team return {returns['trained']['mean']:.1f}"
+                f" (untrained {returns['untrained']['mean']:.1f})"
+            )
 
 
 def _agents(values: Sequence[str]) -> Any:
@@ -135,9 +145,30 @@ def _run_options(args: argparse.Namespace, seeds: int = SEEDS) -> dict[str, Any]
         "backend": args.backend,
         "workers": args.workers,
         "progress": not args.quiet,
-        "probe": args.probe,
+        "probe": args.probe if args.probe is not None else 0 if _parallel(args.env) else PROBE,
         **_placement(args),
     }
+
+
+def _parallel(env_id: str) -> bool:
+    from rlwrappers.evaluation import _is_parallel
+
+    return _is_parallel(env_id)
+
+
+def _outside(values: Sequence[str] | None) -> dict[str, str] | None:
+    """``--outside NAME=TEAM`` pairs as a dict, or None when none is given."""
+    if not values:
+        return None
+    groups = {}
+    for value in values:
+        name, sep, team = value.partition("=")
+        if not sep or not name or not team:
+            raise InvalidArgument(f"--outside must read NAME=TEAM (a team zoo name), received {value!r}")
+        if name in groups:
+            raise InvalidArgument(f"--outside names must differ; {name!r} is given twice")
+        groups[name] = team
+    return groups
 
 
 def _finish(result: Any, args: argparse.Namespace) -> int:
@@ -215,7 +246,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     import rlwrappers as rw
     from rlwrappers import protocol
 
-    when, options = args.when, {}
+    when: str | None = args.when
+    options: dict[str, Any] = {}
     if args.shift_at_episode is not None:
         options = {"shift_at": _shift_at(args.shift_at_episode, args.episodes)}
         options["share_pre_shift"] = not args.play_pre_shift
@@ -226,6 +258,9 @@ def _evaluate(args: argparse.Namespace) -> int:
             raise InvalidArgument("--observational sets when shifts strike: drop --shift-at-episode and --when")
         when, options = args.observational, {"observational": True}
     seeds = protocol.SEEDS if options else SEEDS
+    outside = _outside(args.outside)
+    if outside is not None:
+        options["outside"] = outside
     result = rw.evaluate(_agents(args.agent), args.env, args.shift, when=when, **options, **_run_options(args, seeds))
     return _finish(result, args)
 
@@ -255,7 +290,7 @@ def _demo(args: argparse.Namespace) -> int:
     args.when, args.stochastic, args.lives_as_episodes, args.backend = None, False, False, "local"
     args.no_report, args.probe, args.atari, args.placement = False, 0, False, "raw"
     args.min_score, args.lpips_weights = None, None
-    args.shift_at_episode, args.play_pre_shift, args.observational = None, False, None
+    args.shift_at_episode, args.play_pre_shift, args.observational, args.outside = None, False, None, None
     return _evaluate(args)
 
 
@@ -306,7 +341,9 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         "strike the network input",
     )
     parser.add_argument(
-        "--probe", type=int, default=PROBE, help=f"states per shift for flips and LPIPS (default: {PROBE}; 0: none)"
+        "--probe",
+        type=int,
+        help=f"states per shift for flips and LPIPS (default: {PROBE}, none for PettingZoo envs; 0: none)",
     )
     parser.add_argument("--backend", choices=("local", "ray"), default="local", help="where runs go (default: local)")
     parser.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU cores)")
@@ -388,6 +425,13 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         help="a perturbation spec, e.g. 'obs_noise(std=0.1)' (repeat for more; `rlwrappers list perturbations`)",
     )
     evaluate.add_argument("--when", help="schedule of shifts that set none, e.g. 'starting(episode=5)'")
+    evaluate.add_argument(
+        "--outside",
+        action="append",
+        metavar="NAME=TEAM",
+        help="PettingZoo envs: a group of outside policies (a team zoo name) that 'switch(k=..., to=NAME)' shifts"
+        " switch agents to; the group 'untrained' is always there (repeat for more)",
+    )
     evaluate.add_argument(
         "--shift-at-episode",
         nargs="?",

@@ -376,14 +376,13 @@ def _policies(source: Any, env: Any) -> Mapping[str, Any]:
     """The policies of a team or an outside group by agent: zoo teams and untrained ones load once per process."""
     from rlwrappers.multiagent import UNTRAINED, Team, untrained
 
+    if source == UNTRAINED:
+        return untrained(env, seed=0)  # built for this env's agents, cheap: never cached
     if isinstance(source, str):
         if source not in _WORKER_TEAMS:
-            if source == UNTRAINED:
-                _WORKER_TEAMS[source] = untrained(env, seed=0)
-            else:
-                from rlwrappers.zoo import teams
+            from rlwrappers.zoo import teams
 
-                _WORKER_TEAMS[source] = teams.load(source)
+            _WORKER_TEAMS[source] = teams.load(source)
         return _WORKER_TEAMS[source]
     return source.policies if isinstance(source, Team) else source
 

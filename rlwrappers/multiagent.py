@@ -826,12 +826,19 @@ def untrained(env: ParallelEnv[str, Obs, Action], seed: int = 0) -> dict[str, Ag
 
     Each is a two-layer perceptron with 128 units per layer (Appendix E's architecture) from the agent's
     flattened observation to action logits (Discrete actions) or a deterministic action (Box actions, tanh
-    scaled to the bounds). The same seed gives the same weights.
+    scaled to the bounds). For the coordinated-buildings env they are the trained teams' own networks before
+    training (:func:`rlwrappers.zoo.teams.untrained`). The same seed gives the same weights.
     """
+    seed = _check.integer("seed", seed, minimum=0)
+    from rlwrappers.envs.powergrid import CoordinatedBuildings
+
+    if isinstance(env.unwrapped, CoordinatedBuildings):  # the trained teams' own architecture and input scaling
+        from rlwrappers.zoo import teams
+
+        return teams.untrained(env.unwrapped, seed)
     torch = require("torch", purpose="untrained policies")
     from rlwrappers.agents import TorchAgent
 
-    seed = _check.integer("seed", seed, minimum=0)
     out: dict[str, Agent] = {}
     for i, agent in enumerate(env.possible_agents):
         observation_space, action_space = env.observation_space(agent), env.action_space(agent)

@@ -106,6 +106,14 @@ def _decimals(values: NDArray[np.float64]) -> int:
     return 0 if largest >= 10_000 else 1 if largest >= 100 else 2 if largest >= 1 else 3
 
 
+def _number(value: float, digits: int) -> str:
+    """``value`` rounded to ``digits`` decimals; n/a when missing, and no minus sign on a value that rounds to 0."""
+    if not np.isfinite(value):
+        return MISSING
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 def _cells(summary: pd.DataFrame) -> tuple[list[str], list[list[str]], int]:
     """Headers, rows of formatted cells and how many leading columns are text (the index levels).
 
@@ -132,7 +140,7 @@ def _cells(summary: pd.DataFrame) -> tuple[list[str], list[list[str]], int]:
             columns.append([MISSING if not np.isfinite(v) else str(int(v)) for v in values])
         else:
             digits = _decimals(values)
-            columns.append([f"{v:.{digits}f}" if np.isfinite(v) else MISSING for v in values])
+            columns.append([_number(v, digits) for v in values])
     headers = [*names, *map(str, summary.columns)]
     return headers, [list(row) for row in zip(*columns, strict=True)], len(names)
 
