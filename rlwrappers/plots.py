@@ -137,15 +137,16 @@ _LEGEND_INSIDE: Final = 10
 _LEGEND_COLUMN: Final = 30
 
 
-def _legend(fig: Figure, ax: Axes, count: int) -> None:
-    """A legend inside the axes, or beside them in columns when it is long (the figure widens to hold it)."""
-    if count <= _LEGEND_INSIDE:
+def _legend(fig: Figure, ax: Axes, count: int, inside: int = _LEGEND_INSIDE) -> None:
+    """A legend inside the axes, or beside them in columns past ``inside`` entries (the figure widens for it)."""
+    if count <= inside:
         ax.legend(fontsize="small")
         return
     columns = -(-count // _LEGEND_COLUMN)
     width, height = fig.get_size_inches()
     fig.set_size_inches(width + 3.4 * columns, max(height, 0.16 * min(count, _LEGEND_COLUMN) + 1.0))
-    fig.legend(loc="outside right upper", fontsize="x-small", ncols=columns)
+    handles, labels = ax.get_legend_handles_labels()  # this axes' lines only, not the other panels'
+    fig.legend(handles, labels, loc="outside right upper", fontsize="x-small", ncols=columns)
 
 
 def pareto(
@@ -533,7 +534,7 @@ def impact_panels(treated: Mapping[str, ArrayLike], control: ArrayLike, shift_at
         ax.set_ylabel(label)
     axes[1].axhline(0.0, color="0.3", linewidth=0.8)
     axes[2].axhline(0.0, color="0.3", linewidth=0.8)
-    axes[0].legend(fontsize="small")
+    _legend(fig, axes[0], len(series), inside=4)  # more lines would hide the returns
     return fig
 
 
