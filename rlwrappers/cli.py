@@ -176,9 +176,9 @@ def _finish(result: Any, args: argparse.Namespace) -> int:
     from rlwrappers.report import format_table, write_report
 
     print(format_table(result.summary()))
-    _protocol_statements(result)
+    _protocol_statements(result, args.aggregate)
     if not args.no_report:
-        page = write_report(result, minimum=args.min_score, lpips=_lpips(args))
+        page = write_report(result, minimum=args.min_score, lpips=_lpips(args), aggregate=args.aggregate)
         impact = page.parent / "impact.csv"
         if impact.exists():
             import pandas as pd
@@ -192,7 +192,7 @@ def _finish(result: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _protocol_statements(result: Any) -> None:
+def _protocol_statements(result: Any, aggregate: str) -> None:
     """Prints the causal or observational protocol's table and verdicts (the report shows the same)."""
     from rlwrappers import protocol
     from rlwrappers.report import format_table
@@ -219,8 +219,8 @@ def _protocol_statements(result: Any) -> None:
             print(f"  {sentence}")
     elif result.observational:
         print()
-        print("Damped-trend forecasts, 99% prediction intervals over the next 100 episodes:")
-        for sentence in protocol.forecast_verdicts(protocol.forecasts(result)):
+        print(f"Damped-trend forecasts of the per-episode {aggregate}, 99% prediction intervals over 100 episodes:")
+        for sentence in protocol.forecast_verdicts(protocol.forecasts(result, how=aggregate)):
             print(f"  {sentence}")
 
 
@@ -289,7 +289,7 @@ def _demo(args: argparse.Namespace) -> int:
     args.episodes, args.seeds, args.seed_list = DEMO_EPISODES, DEMO_SEEDS, None
     args.when, args.stochastic, args.lives_as_episodes, args.backend = None, False, False, "local"
     args.no_report, args.probe, args.atari, args.placement = False, 0, False, "raw"
-    args.min_score, args.lpips_weights = None, None
+    args.min_score, args.lpips_weights, args.aggregate = None, None, "mean"
     args.shift_at_episode, args.play_pre_shift, args.observational, args.outside = None, False, None, None
     return _evaluate(args)
 
@@ -303,7 +303,8 @@ def _report(args: argparse.Namespace) -> int:
         missing = int((evaluation.index["status"] != "complete").sum())
         print(f"PARTIAL: {missing} of {len(evaluation.index)} runs have not finished; the numbers leave them out.")
     print(format_table(evaluation.summary()))
-    page = write_report(evaluation, args.out, minimum=args.min_score, lpips=_lpips(args))
+    _protocol_statements(evaluation, args.aggregate)
+    page = write_report(evaluation, args.out, minimum=args.min_score, lpips=_lpips(args), aggregate=args.aggregate)
     print(f"Report: {page.resolve()}")
     return 0
 
@@ -356,6 +357,12 @@ def _report_arguments(parser: argparse.ArgumentParser, *, skippable: bool = True
         parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     parser.add_argument(
         "--min-score", type=float, help="the env's minimum score for impact (default: known Atari games' own)"
+    )
+    parser.add_argument(
+        "--aggregate",
+        choices=("mean", "iqm"),
+        default="mean",
+        help="observational runs: aggregate each episode over seeds by the mean (default) or the IQM",
     )
     parser.add_argument(
         "--lpips-weights",

@@ -39,6 +39,7 @@ from rlwrappers._optional import require
 from rlwrappers._version import __version__
 from rlwrappers.error import InvalidArgument, InvalidType, LogError, MissingExtra, MissingFile
 from rlwrappers.evaluation import BASELINE, Evaluation, open_evaluation, summarize
+from rlwrappers.metrics.forecast import AGGREGATES
 from rlwrappers.spec import format_call
 
 if TYPE_CHECKING:
@@ -424,7 +425,9 @@ class _Protocol:
     figures: dict[str, tuple[str, Figure]]
 
 
-def _protocol(evaluation: Evaluation, episodes: pd.DataFrame, window: int = 25) -> _Protocol | None:
+def _protocol(
+    evaluation: Evaluation, episodes: pd.DataFrame, aggregate: str = "mean", window: int = 25
+) -> _Protocol | None:
     """The causal section (DiD table, fixed-seed check, verdicts, impact panels) or the observational one."""
     from rlwrappers import protocol
 
@@ -473,7 +476,7 @@ def _protocol(evaluation: Evaluation, episodes: pd.DataFrame, window: int = 25) 
         return _Protocol("Causal impact", intro, table, "did.csv", statements, figures)
     if evaluation.observational:
         try:
-            arms = protocol.forecasts(evaluation)
+            arms = protocol.forecasts(evaluation, how=aggregate)
         except MissingExtra as exc:
             return _Protocol("Forecasts", "", None, "", [f"n/a: {exc}"], {})
         table = protocol.forecast_table(arms)
@@ -483,8 +486,8 @@ def _protocol(evaluation: Evaluation, episodes: pd.DataFrame, window: int = 25) 
         for k, agent in enumerate(dict.fromkeys(a for a, _ in arms)):
             mine = {s: arm for (a, s), arm in arms.items() if a == agent and len(arm.series)}
             figures[f"forecast-{k}.png"] = (
-                f"{agent}: the rolling mean over {window} episodes of the per-episode mean return over seeds, then "
-                "the damped-trend forecast (dashed) with its 99% prediction interval (shaded) over 100 episodes.",
+                f"{agent}: the rolling mean over {window} episodes of each episode's {aggregate} return over seeds, "
+                "then the damped-trend forecast (dashed) with its 99% prediction interval (shaded) over 100 episodes.",
                 plots.forecasts(
                     {s: arm.series for s, arm in mine.items()},
                     {s: arm.forecast for s, arm in mine.items()},
@@ -493,7 +496,8 @@ def _protocol(evaluation: Evaluation, episodes: pd.DataFrame, window: int = 25) 
                 ),
             )
         intro = (
-            "Shifts struck at random. Each arm's returns are averaged over seeds per episode; Holt's linear trend "
+            f"Shifts struck at random. Each arm's returns are aggregated over seeds per episode ({aggregate}); Holt's "
+            "linear trend "
             "with a damped trend is fitted to that raw series (not to its rolling mean) and forecasts 100 more "
             "episodes. forecast, lower and upper are the forecast and its 99% prediction interval at the last of "
             "them; damping is the fitted phi. An arm counts as significantly better than another when its forecast is "
@@ -609,6 +613,7 @@ def write_report(
     alphas: Sequence[float] | None = None,
     minimum: float | str | None = None,
     lpips: LPIPS | str | None = "auto",
+    aggregate: str = "mean",
 ) -> Path:
     """Writes an evaluation's report: ``report.html`` (self-contained), ``summary.csv`` and the PNG figures.
 
@@ -622,19 +627,23 @@ def write_report(
         lpips: the perceptual distance model: ``"auto"`` loads LPIPS from local weights and says n/a in the
             report when they are missing, an :class:`~rlwrappers.metrics.perceptual.LPIPS` uses that one, None
             skips it.
+        aggregate: how an observational evaluation's forecasts aggregate each episode over seeds: "mean" or
+            "iqm" (seed 001, Appendix A, Definition 1).
 
     Returns:
         The path of ``report.html``.
 
     Raises:
         LogError: the directory holds no evaluation, or no run of it has finished.
-        InvalidArgument: an alpha is negative.
+        InvalidArgument: an alpha is negative, or an unknown ``aggregate``.
     """
     if not isinstance(evaluation, Evaluation):
         if not isinstance(evaluation, (str, os.PathLike)):
             raise InvalidType(f"`evaluation` must be an Evaluation or a run directory, received {evaluation!r}")
         evaluation = open_evaluation(evaluation)
     table_alphas = _table_alphas(alphas)
+    if aggregate not in AGGREGATES:
+        raise InvalidArgument(f"`aggregate` must be one of {AGGREGATES}, received {aggregate!r}")
     index = evaluation.index
     if len(index) == 0 or "status" not in index or not (index["status"] == "complete").any():
         raise LogError(f"the evaluation at {str(evaluation.path)!r} has no finished run yet; nothing to report")
@@ -670,7 +679,7 @@ def write_report(
             for name, (caption, fig) in _shift_figures(evaluation, measures).items()
         }
         section = _shift_html(measures, shift_images)
-    protocol_section = _protocol(evaluation, episodes)
+    protocol_section = _protocol(evaluation, episodes, aggregate)
     if protocol_section is not None:
         if protocol_section.table is not None:
             protocol_section.table.to_csv(out / protocol_section.csv)

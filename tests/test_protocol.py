@@ -167,3 +167,37 @@ def test_series_too_short_to_forecast_give_no_verdict(tmp_path: Path) -> None:
     assert "cannot be compared" in sentence
     page = write_report(result).read_text()
     assert "is significantly better than" not in page and "cannot be compared" in page
+
+
+@pytest.mark.slow
+def test_lives_as_episodes_play_every_episode_and_forecast_over_lives(tmp_path: Path) -> None:
+    pytest.importorskip("ale_py")
+    import ale_py
+
+    gym.register_envs(ale_py)
+    breakout = gym.make("ALE/Breakout-v5")
+    agent = CallableAgent(lambda obs, rng: int(rng.integers(4)), breakout.observation_space, breakout.action_space)
+    result = protocol.causal(
+        agent, "ALE/Breakout-v5", ["reward_noise(std=1.0)"], out=tmp_path, episodes=4, seeds=1,
+        lives_as_episodes=True, workers=1, progress=False,
+    )  # fmt: skip
+    assert (result.index["first_episode"] == 0).all()  # one game goes on across lives: nothing is shared
+    check = result.fixed_seed_check()
+    assert check["identical"].all() and (check["compared"] == 2).all()
+    episodes = result.episodes()
+    assert not episodes["shared"].any() and len(episodes) == 2 * 4  # four lives per run
+    assert protocol.did_table(result).loc[("agent", "reward_noise(std=1.0)"), "identical"]
+
+
+def test_the_report_forecasts_the_iqm_when_asked(tmp_path: Path) -> None:
+    result = protocol.observational(
+        AGENT, ENV, ["obs_noise(std=1.0)"], out=tmp_path, episodes=10, seeds=4, workers=1, progress=False
+    )
+    arms = protocol.forecasts(result, how="iqm")
+    series = np.sort(protocol.returns(result.episodes(), AGENT, "obs_noise(std=1.0)"), axis=0)
+    np.testing.assert_allclose(arms[AGENT, "obs_noise(std=1.0)"].series, series[1:3].mean(axis=0))  # the middle 2
+    page = write_report(result, aggregate="iqm")
+    written = pd.read_csv(page.parent / "forecast.csv", index_col=[0, 1])
+    assert written["forecast"].to_numpy() == pytest.approx(protocol.forecast_table(arms)["forecast"].to_numpy())
+    with pytest.raises(InvalidArgument, match="`aggregate` must be one of"):
+        write_report(result, aggregate="median")
