@@ -1,7 +1,7 @@
 """A causal sweep of 5 shift levels from the halfway point against one bare run of the same episodes (limit 4x).
 
-The bare arm is ``rw.evaluate`` with no shift: one run of EPISODES episodes (the counterfactual alone). The
-causal arm adds five shift levels introduced at episode EPISODES // 2, with the pre-shift episodes shared: each
+The bare arm is ``rw.evaluate`` with no shift: one run of N episodes (the counterfactual alone). The causal arm
+adds five shift levels introduced at episode N // 2, with the pre-shift episodes shared: each
 shifted run plays from episode T - 1 (which checks the fixed-seed assumption) to the end. Six independent runs
 would cost 6x; the third arm plays every pre-shift episode of every run to show it.
 
@@ -9,10 +9,11 @@ The levels are reward noise, which leaves the agent's actions and so every episo
 ratio counts episodes played, not episodes cut short by a harmful shift. Both arms include everything a user
 waits for: env construction, the logs, the index, the fixed-seed check.
 
-Two workloads: the image agent ppo-Catch-v0 on rlwrappers/Catch-v0 (a CNN forward pass per step, as for
-Atari agents), and ppo-CartPole-v1, a tiny MLP on the cheapest env, where the shift's own per-step work and
-its log weigh most: there the 100 shifted episodes each cost about 1.15 plain ones, and the ratio rises by
-about 0.4 over the episode count (1 + 5 x 21/40 = 3.6).
+Two workloads, 40 episodes each: the image agent ppo-Catch-v0 on rlwrappers/Catch-v0 (a CNN forward pass per
+step, as for Atari agents), and ppo-CartPole-v1, a small MLP on the cheapest env, where the shift's own
+per-step work and its log (about 3 us on a step of 60-70 us) weigh most. The episodes alone cost
+1 + 5 x 21/40 = 3.63 bare runs. The machine's noise moves single rounds by 10% and more: the ratios are medians
+of 5 rounds.
 
 Run: python benchmarks/bench_causal.py
 """
@@ -32,7 +33,7 @@ import rlwrappers as rw
 
 LEVELS = [f"reward_noise(std={s})" for s in (0.1, 0.2, 0.3, 0.4, 0.5)]
 #: (agent, env, episodes per run)
-WORKLOADS = (("ppo-Catch-v0", "rlwrappers/Catch-v0", 20), ("ppo-CartPole-v1", "CartPole-v1", 40))
+WORKLOADS = (("ppo-Catch-v0", "rlwrappers/Catch-v0", 40), ("ppo-CartPole-v1", "CartPole-v1", 40))
 
 
 def _compare(agent: str, env_id: str, episodes: int, root: Path, runs: Iterator[int]) -> bool:
@@ -51,7 +52,7 @@ def _compare(agent: str, env_id: str, episodes: int, root: Path, runs: Iterator[
             "causal sweep, every episode played": lambda: evaluate(LEVELS, shift_at=half, share_pre_shift=False),
         },
         limits={"causal sweep, pre-shift shared": 4.0},
-        rounds=3,
+        rounds=5,
     )
 
 

@@ -325,16 +325,23 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
             pa.array(np.asarray(terminations, dtype=bool)),
             pa.array(np.asarray(truncations, dtype=bool)),
         ]
-        active = {label: np.zeros(n, dtype=bool) for label in self._labels}
         values: dict[tuple[str, str], list[Any]] = {key: [None] * n for key in self._step_fields}
-        for t, records in self._events:
+        fields = {
+            label: [(f, values[label, f]) for (owner, f) in self._step_fields if owner == label]
+            for label in self._labels
+        }
+        acted: dict[str, list[int]] = {label: [] for label in self._labels}
+        for t, records in self._events:  # one pass, no per-step numpy calls: this runs for every step
             for label, record in records.items():
-                if label in active:
-                    active[label][t] = True
-                    for f, value in record.items():
-                        if (label, f) in values:
-                            values[label, f][t] = value
-        columns += [pa.array(active[label]) for label in self._labels]
+                steps = acted.get(label)
+                if steps is not None:
+                    steps.append(t)
+                    for f, column in fields[label]:
+                        column[t] = record.get(f)
+        for label in self._labels:
+            active = np.zeros(n, dtype=bool)
+            active[acted[label]] = True
+            columns.append(pa.array(active))
         columns += [self._field_array(self._kinds[key], values[key]) for key in self._step_fields]
 
         reset = self._reset_records or {}
