@@ -66,6 +66,7 @@ def _forecast_figures(run: Evaluation, out: Path) -> None:
 
 
 def main() -> None:
+    """Runs (or resumes) both evaluations, writes their reports and, with ``--figures``, the docs' figures."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs", help="where the two evaluations go (default: runs)")
     parser.add_argument("--figures", help="also draw the docs' figures into this folder")
