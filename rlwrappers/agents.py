@@ -422,9 +422,9 @@ class TorchAgent(Agent):
         torch = require("torch")
         with torch.no_grad():
             out = self.outputs(self.tensor(obs))
-        if out.action is not None:
-            return np.clip(out.action.numpy(), self._low, self._high)
-        return _choose(out.scores.numpy(), self.deterministic, self.epsilon, rng)
+        if out.action is not None:  # detached: a head that views a parameter still requires grad under no_grad
+            return np.clip(out.action.detach().numpy(), self._low, self._high)
+        return _choose(out.scores.detach().numpy(), self.deterministic, self.epsilon, rng)
 
     def parameters(self) -> dict[str, torch.Tensor]:
         """Every parameter of the module."""

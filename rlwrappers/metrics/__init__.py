@@ -19,6 +19,15 @@ from rlwrappers.metrics.reproducibility import (
     state_marginals,
     stratified_bootstrap_ci,
 )
+from rlwrappers.metrics.robustness import (
+    action_distributions,
+    generalized_jsd_robustness,
+    normalized_robustness,
+    offline_robustness,
+    pipeline_summary,
+    robustness_matrix,
+    sampled_robustness,
+)
 from rlwrappers.metrics.spectra import (
     LUMINANCE,
     band_energy,
@@ -60,4 +69,12 @@ __all__ = [
     "ssim",
     "state_marginals",
     "stratified_bootstrap_ci",
+    # offline robustness (seed 000)
+    "action_distributions",
+    "generalized_jsd_robustness",
+    "normalized_robustness",
+    "offline_robustness",
+    "pipeline_summary",
+    "robustness_matrix",
+    "sampled_robustness",
 ]
