@@ -36,6 +36,7 @@ OPTIONAL = {
     "mpe2",
     "statsmodels",
     "scipy",
+    "ctoybox",
 }
 
 
