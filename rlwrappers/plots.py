@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rlwrappers import _check
 from rlwrappers._optional import require
 from rlwrappers.error import InvalidArgument, InvalidType
 from rlwrappers.metrics.did import difference_in_differences
@@ -43,6 +44,7 @@ __all__ = [
     "paired_deltas",
     "pareto",
     "return_distributions",
+    "robustness_heatmap",
     "rolling_mean",
     "sweep_curves",
     "sweep_measures",
@@ -574,4 +576,69 @@ def forecasts(
     if title:
         ax.set_title(title)
     _legend(fig, ax, len(series))
+    return fig
+
+
+def robustness_heatmap(
+    matrix: ArrayLike,
+    states: list[str] | None = None,
+    interventions: list[str] | None = None,
+    *,
+    normalized: bool = False,
+    limit: float | None = None,
+    title: str = "",
+) -> Figure:
+    """Seed 000's heatmap of offline robustness (Figures 2-4, Appendices C-D): interventions x sampled states.
+
+    Args:
+        matrix: R of shape (states, interventions), the null intervention first, as
+            :func:`~rlwrappers.metrics.robustness.robustness_matrix` returns it; or its normalized form.
+        states: the states' labels (default 0, 1, ...).
+        interventions: the interventions' labels, null first (default "none", 1, 2, ...).
+        normalized: draw ``R(I_j(s)) - R(I_0(s))`` on a diverging map centred on 0 (Appendix D) instead of R on
+            [0, 1]; the null row, all zeros, is left out.
+        limit: with ``normalized``, the colour range ``[-limit, limit]`` (Appendix D cuts at 0.5); the share of
+            cells beyond it is added to the title. Default 1.
+        title: the figure's title.
+
+    Raises:
+        InvalidArgument: not a 2-D matrix with at least one intervention besides the null one, labels of the
+            wrong length, or a limit outside (0, 1].
+    """
+    values = _check.finite_array("matrix", matrix)
+    if values.ndim != 2 or values.shape[1] < 2 or values.shape[0] < 1:
+        raise InvalidArgument(f"`matrix` must have shape (states, interventions >= 2), received {values.shape}")
+    n_states, n_interventions = values.shape
+    states = [str(s) for s in states] if states is not None else [str(i) for i in range(n_states)]
+    interventions = (
+        [str(i) for i in interventions] if interventions is not None else ["none", *map(str, range(1, n_interventions))]
+    )
+    if len(states) != n_states or len(interventions) != n_interventions:
+        raise InvalidArgument(
+            f"`states` and `interventions` must label {n_states} states and {n_interventions} interventions, "
+            f"received {len(states)} and {len(interventions)}"
+        )
+    if limit is not None and not (isinstance(limit, (int, float)) and 0.0 < limit <= 1.0):
+        raise InvalidArgument(f"`limit` must lie in (0, 1], received {limit!r}")
+    shown, rows = (values[:, 1:].T, interventions[1:]) if normalized else (values.T, interventions)
+    width = min(2.0 + 0.28 * n_states, 16.0)
+    fig, ax = _figure(width, 1.2 + 0.28 * len(rows))
+    if normalized:
+        bound = float(limit or 1.0)
+        clipped = float(np.mean(np.abs(shown) > bound))
+        image = ax.imshow(shown, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto", interpolation="nearest")
+        label = "normalized R"
+        if clipped:
+            title = f"{title} ({clipped:.0%} of cells beyond ±{bound:g})".strip()
+    else:
+        image = ax.imshow(shown, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
+        label = "offline robustness R"
+    fig.colorbar(image, ax=ax, label=label)
+    ax.set_yticks(range(len(rows)), rows, fontsize="small")
+    step = max(1, n_states // 20)
+    ax.set_xticks(range(0, n_states, step), states[::step], fontsize="small")
+    ax.set_xlabel("sampled state")
+    ax.set_ylabel("intervention")
+    if title:
+        ax.set_title(title)
     return fig

@@ -345,3 +345,21 @@ def test_pipeline_summary_checks_its_arguments() -> None:
         pipeline_summary({"a": [[1.0], [0.5]]})
     with pytest.raises(InvalidType, match="mapping"):
         pipeline_summary([[1.0, 0.5]])  # type: ignore[arg-type]
+
+
+def test_the_heatmap_draws_interventions_by_states() -> None:
+    pytest.importorskip("matplotlib")
+    from rlwrappers import plots
+
+    matrix = np.array([[1.0, 0.5, 0.0], [0.7, 0.7, 1.0]])  # 2 states, the null intervention and two others
+    fig = plots.robustness_heatmap(matrix, interventions=["none", "wide paddle", "no row"])
+    image = fig.axes[0].images[0].get_array()
+    np.testing.assert_array_equal(image, matrix.T)  # interventions are rows, the null one on top
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["none", "wide paddle", "no row"]
+    normalized = plots.robustness_heatmap(normalized_robustness(matrix), normalized=True, limit=0.4)
+    np.testing.assert_allclose(normalized.axes[0].images[0].get_array(), [[-0.5, 0.0], [-1.0, 0.3]])
+    assert "50% of cells beyond ±0.4" in normalized.axes[0].get_title()
+    with pytest.raises(InvalidArgument, match="interventions >= 2"):
+        plots.robustness_heatmap(matrix[:, :1])
+    with pytest.raises(InvalidArgument, match="must label 2 states"):
+        plots.robustness_heatmap(matrix, states=["a"])
