@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlwrappers import corruptions, error, schedule, transforms
+from rlwrappers import corruptions, error, interventions, schedule, transforms
 from rlwrappers._version import __version__
 from rlwrappers.core import (
     INFO_KEY,
@@ -27,6 +27,7 @@ from rlwrappers.core import (
     perturbations,
     wrap,
 )
+from rlwrappers.interventions import Intervene
 from rlwrappers.registration import catalogue, register
 from rlwrappers.wrappers import (
     FGSM,
@@ -72,6 +73,7 @@ __all__ = [
     "Translate",
     "Perspective",
     "JPEG",
+    "Intervene",
     "attach",
     # building blocks
     "Perturbation",
@@ -82,6 +84,7 @@ __all__ = [
     "schedule",
     "transforms",
     "corruptions",
+    "interventions",
     "error",
     # logs and evaluations (loaded on first use)
     "Recorder",

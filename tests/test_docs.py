@@ -16,7 +16,7 @@ import gymnasium as gym
 import pytest
 
 import rlwrappers as rw
-from rlwrappers import core
+from rlwrappers import core, interventions
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -57,7 +57,10 @@ def _isolated_registries() -> Iterator[None]:
         importlib.import_module("ale_py")
     env_ids = set(gym.registry)
     perturbations, wrappers = dict(core._REGISTRY), dict(core._WRAPPERS)
+    defined = {game: dict(entries) for game, entries in interventions._DEFINED.items()}
     yield
+    interventions._DEFINED.clear()
+    interventions._DEFINED.update(defined)
     for env_id in set(gym.registry) - env_ids:
         del gym.registry[env_id]
     core._REGISTRY.clear()

@@ -150,6 +150,11 @@ SETUPS = {
             "label": "physics",
         },
     ),
+    "Intervene": Setup(
+        "rlwrappers/ToyboxBreakout-v0",
+        required={"interventions": ["drop_row_0"]},
+        changed={"interventions": ["paddle_width=40", "drop_column_3"], "when": "starting(step=10)", "label": "iv"},
+    ),
 }
 
 
