@@ -1,4 +1,4 @@
-"""Interventions on a Toybox game's state: named, documented assignments written as data.
+"""Interventions on a game's or simulator's state: named, documented assignments written as data.
 
 An intervention is a direct change made to a game's state by assigning values to some of its variables
 (Definition 3.1 of *Measuring Offline Robustness in Reinforcement Learning*); the game then plays on from the
@@ -25,8 +25,11 @@ with a suggestion, values of the wrong type :class:`~rlwrappers.error.InvalidTyp
 The catalogues follow the paper's Appendix A, whose families and counts they keep (Breakout 39, Amidar 70,
 Space Invaders 88) with values derived from the games' real states: :func:`catalogue` lists them in the
 appendix's order, :func:`get` finds one by name and :func:`define` adds your own. :class:`Intervene` makes
-interventions on a running env (``rlwrappers/ToyboxBreakout-v0`` and its siblings), at reset or at any step
-a schedule names. docs/interventions.md has the tables.
+interventions on a running env, at reset or at any step a schedule names: the Toybox games
+(``rlwrappers/ToyboxBreakout-v0`` and its siblings), and through :mod:`rlwrappers.statejson` the
+classic-control envs (``theta=0.1``, ``length*=2``), MuJoCo envs (``qpos[1]=0.1``) and ALE envs (their RAM:
+``ram[14]=100``), whose paths are checked against the env's state when the wrapper is built.
+docs/interventions.md has the tables and the ALE games' RAM addresses.
 
 Example:
     >>> from rlwrappers import interventions as iv
@@ -53,13 +56,12 @@ import gymnasium as gym
 import numpy as np
 from typing_extensions import override
 
-from rlwrappers import _optional
+from rlwrappers import _optional, statejson
 from rlwrappers.core import Perturbation, PerturbationLayer, Record, SingleLayer, register_wrapper
 from rlwrappers.error import (
     InvalidArgument,
     InvalidType,
     SpecSyntaxError,
-    StateNotSettable,
     UnknownName,
     did_you_mean,
 )
@@ -448,9 +450,11 @@ class _Schema:
 
     _cache: dict[str, _Schema] = {}
 
-    def __init__(self, game: str, root: dict[str, Any]) -> None:
+    def __init__(self, game: str, root: dict[str, Any], label: str | None = None) -> None:
         self.game = game
         self.root = root
+        #: What messages call a state: ``a breakout state``.
+        self.label = label or f"a {game} state"
 
     @classmethod
     def of(cls, game: str) -> _Schema:
@@ -499,19 +503,30 @@ class _Schema:
                     fields += [f for f in properties if f not in fields]
                     if key in properties:
                         nxt += self.alternatives(properties[key])
+                if not nxt and not fields:
+                    raise InvalidArgument(
+                        f"`{assignment.path}`: {self._in(where)} holds {self.describe(current)}, which has no "
+                        f"field `{key}`"
+                    )
                 if not nxt:
                     raise InvalidArgument(
                         f"`{assignment.path}`: {self._in(where)} has no field `{key}`; "
                         f"its fields: {fields}.{did_you_mean(key, fields)}"
                     )
             else:
-                for node in current:
-                    if "array" in self.types(node) and "items" in node:
-                        nxt += self.alternatives(node["items"])
+                lists = [node for node in current if "array" in self.types(node) and "items" in node]
+                for node in lists:
+                    nxt += self.alternatives(node["items"])
                 if not nxt:
                     raise InvalidArgument(
                         f"`{assignment.path}`: {self._in(where)} is not a list, so it has no "
                         f"items to select with {_format_token(token)}"
+                    )
+                sizes: list[int] = [node["maxItems"] for node in lists if "maxItems" in node]
+                if kind == _INDEX and len(sizes) == len(lists) and all(key >= size for size in sizes):
+                    raise InvalidArgument(
+                        f"`{assignment.path}`: {self._in(where)} has {max(sizes)} items, so index {key} is out of "
+                        f"range (0 to {max(sizes) - 1})"
                     )
                 if kind == _WHERE:
                     item_fields = [f for node in nxt for f in node.get("properties", {})]
@@ -531,7 +546,7 @@ class _Schema:
 
     def _in(self, where: str) -> str:
         """``a breakout state`` or ```paddle` in a breakout state``, for messages."""
-        return f"a {self.game} state" if where == "the state" else f"`{where}` in a {self.game} state"
+        return self.label if where == "the state" else f"`{where}` in {self.label}"
 
     def check(self, assignment: Assignment) -> None:
         """Raises a typed error if ``assignment`` cannot apply to any state of the game."""
@@ -540,6 +555,12 @@ class _Schema:
             parents = self.walk(assignment, tokens[:-1])
             if not any("array" in self.types(node) for node in parents):
                 raise InvalidArgument(f"`del {assignment.path}`: {_prefix(tokens[:-1])} is not a list")
+            fixed = [n for n in parents if "array" in self.types(n) and n.get("minItems", 0) == n.get("maxItems")]
+            if len(fixed) == len(parents):
+                raise InvalidArgument(
+                    f"`del {assignment.path}`: `{_prefix(tokens[:-1])}` always has {fixed[0]['maxItems']} items in "
+                    f"{self.label}, so none can be deleted"
+                )
             self.walk(assignment, tokens)  # checks a filter's field and value
             return
         targets = self.walk(assignment, tokens)
@@ -547,7 +568,7 @@ class _Schema:
         if op == "set":
             if not any(self.conforms(value, node) for node in targets):
                 raise InvalidType(
-                    f"`{assignment.path}` holds {self.describe(targets)} in a {self.game} state, received {value!r}"
+                    f"`{assignment.path}` holds {self.describe(targets)} in {self.label}, received {value!r}"
                 )
         elif op in ("add", "scale"):
             numeric = [t for node in targets for t in self.types(node) if t in ("integer", "number")]
@@ -620,6 +641,9 @@ class _Schema:
                         parts.append(f"an object with fields {sorted(node.get('properties', {}))}")
                     elif kind == "integer" and node.get("format", "") in _UINT_MAX:
                         parts.append(f"an integer in [0, {_UINT_MAX[node['format']]}]")
+                    elif kind == "array" and node.get("minItems", 0) == node.get("maxItems") and "items" in node:
+                        items = self.describe(self.alternatives(node["items"]))
+                        parts.append(f"a list of {node['maxItems']} items ({items} each)")
                     else:
                         parts.append(_KIND_WORDS.get(kind, kind))
                 word = " or ".join(parts) or "anything"
@@ -636,6 +660,11 @@ _KIND_WORDS: Final = {
     "number": "a number",
     "array": "a list",
 }
+
+
+def _a(word: str) -> str:
+    """``word`` after its indefinite article: ``a CartPoleEnv``, ``an AtariEnv (pong)``."""
+    return f"{'an' if word[:1].lower() in 'aeio' else 'a'} {word}"
 
 
 def _where(tokens: Sequence[Token]) -> str:
@@ -1063,25 +1092,26 @@ def _check_nothing_changes_observations(env: gym.Env[Any, Any]) -> None:
             raise InvalidArgument(
                 f"intervene re-renders the observation of the changed state, so it must sit below every wrapper "
                 f"that changes observations; received an env with {type(current).__name__} below it: wrap the "
-                f"Toybox env with Intervene first"
+                f"base env with Intervene first"
             )
         current = inner
 
 
 @dataclass(kw_only=True)
 class InterventionPerturbation(Perturbation):
-    """Makes interventions on a Toybox game's state whenever its schedule switches on; the game carries them.
+    """Makes interventions on an env's state whenever its schedule switches on; the env carries them.
 
-    Each time the schedule switches on (at reset when it is active at time 0, or at the step it names) the
-    layer reads the state once, makes every intervention in order and writes it back once, then renders the
-    observation of the new state. Nothing is undone when the schedule switches off: the game plays on from
+    Works on the Toybox games and, through :func:`rlwrappers.statejson.adapter`, on classic-control, MuJoCo
+    and ALE envs. Each time the schedule switches on (at reset when it is active at time 0, or at the step it
+    names) the layer reads the state once, makes every intervention in order and writes it back once, then
+    renders the observation of the new state. Nothing is undone when the schedule switches off: the game plays on from
     the changed state until the next reset starts a new game. The record of the call that made them is
     ``{"active": True, "applied": [names]}``. In a layer built by :func:`rlwrappers.wrap`, the observation of
     a mid-episode step that makes them is the one rendered before; :class:`Intervene` re-renders it.
 
     Args:
-        interventions: catalogue names (``"drop_row_0"``), one-line forms (``"paddle_width=40"``) or
-            :meth:`Intervention.to_dict` dicts, made in order.
+        interventions: catalogue names (``"drop_row_0"``, Toybox only), one-line forms (``"paddle_width=40"``,
+            ``"ram[14]=100"``) or :meth:`Intervention.to_dict` dicts, made in order.
     """
 
     name = "intervene"
@@ -1112,40 +1142,41 @@ class InterventionPerturbation(Perturbation):
         self.interventions = out
         self._resolved: tuple[Intervention, ...] = ()
         self._record: Record = {}
-        self._base: Any = None
+        self._state: Any = None
         #: Set when an intervention was made and the observation not yet re-rendered.
         self.fresh = False
 
     @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
-        base = env.unwrapped
-        missing = [m for m in ("state_json", "write_state_json", "observe") if not callable(getattr(base, m, None))]
-        if missing:
-            raise StateNotSettable(
-                f"intervene needs an env whose state can be read and written as JSON (state_json, "
-                f"write_state_json, observe), such as rlwrappers/ToyboxBreakout-v0; {type(base).__name__} "
-                f"lacks {missing}"
-            )
-        game = getattr(base, "game", None)
+        state = statejson.adapter(env, purpose="intervene")
+        native = state.native  # a Toybox env: checked against its game's schema
+        game = getattr(state.env, "game", None) if native else None
         game = game if game in GAMES else None
+        schema_root = state.schema()
+        schema = None if schema_root is None else _Schema(state.name, schema_root, label=_a(state.name) + " state")
         resolved = []
         for item in self.interventions:
             if isinstance(item, str) and _WORD.fullmatch(item):
                 if game is None:
                     raise InvalidArgument(
-                        f"intervention `{item}` is a catalogue name, but {type(base).__name__} does not say which "
-                        f"game it plays (no `game` attribute); pass the intervention itself"
+                        f"intervention `{item}` is a catalogue name, but {state.name} is not one of the Toybox games "
+                        f"{list(GAMES)}, whose catalogues hold names; pass the intervention itself (its one-line "
+                        f"form, such as 'path=value', or an Intervention)"
                     )
                 iv = get(game, item)
             else:
                 iv = _intervention(item, game)
                 if iv.game is None and game is not None:  # check it against the env's game now
                     iv = Intervention(iv.name, game, iv.doc, iv.assignments)
-            if iv.game is not None and game is not None and iv.game != game:
-                raise InvalidArgument(f"intervention `{iv.name}` is for {iv.game}, but the env plays {game}")
+            if iv.game is not None and iv.game != game and (game is not None or not native):
+                plays = f"the env plays {game}" if game is not None else f"the env is {state.name}"
+                raise InvalidArgument(f"intervention `{iv.name}` is for {iv.game}, but {plays}")
+            if schema is not None:
+                for a in iv.assignments:
+                    schema.check(a)
             resolved.append(iv)
         _check_nothing_changes_observations(env)
-        self._base = base
+        self._state = state
         self._resolved = tuple(resolved)
         self._record = {"applied": [iv.name for iv in resolved]}
 
@@ -1156,11 +1187,11 @@ class InterventionPerturbation(Perturbation):
 
     @override
     def activate(self, env: gym.Env[Any, Any], rng: np.random.Generator) -> Record:
-        state = self._base.state_json()
+        state = self._state.state_json()
         for iv in self._resolved:
             for a in iv.assignments:
                 state = _assign(state, a.tokens, 0, a)
-        self._base.write_state_json(state)
+        self._state.write_state_json(state)
         self.fresh = True
         return dict(self._record)
 
@@ -1168,38 +1199,49 @@ class InterventionPerturbation(Perturbation):
     def reset(self, env: gym.Env[Any, Any], obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
         # Called at time 0 right after activate() made the interventions: the observation must show them.
         self.fresh = False
-        return self._base.observe(), dict(self._record)
+        return self._state.observe(), dict(self._record)
 
     @override
     def deactivate(self, env: gym.Env[Any, Any]) -> None:
         """Undoes nothing: an intervention is a change the game carries for the rest of the episode."""
 
     def observe(self) -> Any:
-        """The observation of the game's current state."""
+        """The observation of the env's current state."""
         self.fresh = False
-        return self._base.observe()
+        return self._state.observe()
 
 
 @register_wrapper("intervene")
 class Intervene(SingleLayer):
-    """Makes interventions on a Toybox game's state, at reset or at the step a schedule names.
+    """Makes interventions on an env's state, at reset or at the step a schedule names.
 
     See :class:`InterventionPerturbation`. The interventions are made once each time the schedule switches
-    on, with one read and one write of the game's state, and the game carries them for the rest of the
-    episode (what the game itself undoes, such as Breakout's paddle width after a lost ball, is listed in
+    on, with one read and one write of the env's state, and the env carries them for the rest of the
+    episode (what a game itself undoes, such as Breakout's paddle width after a lost ball, is listed in
     docs/interventions.md). ``when="always"`` (the default) makes them at every reset;
     ``when="starting(step=100)"`` at step 100 of every episode. The observation returned by the call that
-    makes them shows the changed state. Wrap the Toybox env with it before any wrapper that changes
-    observations (frame skipping, resizing, stacking); its steps are then the game's frames.
+    makes them shows the changed state. Wrap the base env with it before any wrapper that changes
+    observations (frame skipping, resizing, stacking).
+
+    The env's state is a JSON document (:mod:`rlwrappers.statejson`): a Toybox game's own, checked against the
+    game's schema; a classic-control env's state vector under names and its constants (``theta``,
+    ``length``); a MuJoCo env's ``qpos`` and ``qvel``; an ALE env's ``ram`` (128 bytes). Beyond Toybox the
+    paths and values are checked against the env's state when the wrapper is built.
 
     No vector version: wrap each sub-env.
 
     Args:
-        env: a Toybox env, e.g. ``gym.make("rlwrappers/ToyboxBreakout-v0")``.
-        interventions: a catalogue name (``"drop_row_0"``), a one-line form (``"paddle_width=40"``), an
-            :class:`Intervention`, or a list of these, made in order.
+        env: a Toybox, classic-control, MuJoCo or ALE env, e.g. ``gym.make("rlwrappers/ToyboxBreakout-v0")``.
+        interventions: a catalogue name (``"drop_row_0"``, Toybox only), a one-line form
+            (``"paddle_width=40"``, ``"theta=0.1"``, ``"ram[14]=100"``), an :class:`Intervention`, or a list of
+            these, made in order.
         when: the schedule (default: always, i.e. at every reset).
         label: names the log columns (default ``intervene``).
+
+    Raises:
+        StateNotSettable: no adapter serves the env (the message names it).
+        InvalidArgument: a path names a field or an item the env's state does not have.
+        InvalidType: a value has a kind its field cannot hold.
 
     Example:
         >>> import gymnasium as gym, rlwrappers.envs
@@ -1208,6 +1250,10 @@ class Intervene(SingleLayer):
         >>> obs, info = env.reset(seed=0)
         >>> info["rlwrappers"]["intervene"]["applied"], env.unwrapped.state_json()["paddle_width"]
         (['drop_row_0', 'paddle_width=40'], 40.0)
+        >>> cartpole = Intervene(gym.make("CartPole-v1"), "theta=0.1; length*=2")
+        >>> obs, info = cartpole.reset(seed=0)
+        >>> float(obs[2]), cartpole.unwrapped.length
+        (0.10000000149011612, 1.0)
     """
 
     def __init__(

@@ -1,10 +1,14 @@
-"""Interventions on Toybox states: the catalogues, what each changes and keeps, errors, the Intervene wrapper."""
+"""Interventions on Toybox states: the catalogues, what each changes and keeps, errors, the Intervene wrapper.
+
+Then beyond Toybox: the same wrapper on classic-control, MuJoCo and ALE envs through rlwrappers.statejson.
+"""
 
 from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Iterator
+import importlib.util
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -12,12 +16,30 @@ import numpy as np
 import pytest
 
 import rlwrappers as rw
-from rlwrappers import error
+from rlwrappers import (
+    envs,  # registers the Toybox IDs when ctoybox is installed
+    error,
+    statejson,
+)
 from rlwrappers import interventions as iv
 from rlwrappers.interventions import Assignment, Intervene, Intervention
 
-pytest.importorskip("ctoybox")
-from rlwrappers import envs  # registers the Toybox IDs, which need ctoybox
+HAS_TOYBOX = importlib.util.find_spec("ctoybox") is not None
+#: The tests that need no Toybox (the envs beyond it); every other test is skipped without ctoybox.
+BEYOND_TOYBOX: set[str] = set()
+
+
+def beyond_toybox(test: Callable[..., None]) -> Callable[..., None]:
+    """Marks a test that runs without ctoybox."""
+    BEYOND_TOYBOX.add(test.__name__)
+    return test
+
+
+@pytest.fixture(autouse=True)
+def _needs_toybox(request: pytest.FixtureRequest) -> None:
+    if not HAS_TOYBOX and request.function.__name__ not in BEYOND_TOYBOX:
+        pytest.skip("needs ctoybox (the toybox extra)")
+
 
 IDS = envs.TOYBOX_IDS
 #: Frames played (seeded random actions) before the mid-episode snapshot.
@@ -423,8 +445,8 @@ def test_applying_checks_the_state_it_meets() -> None:
 
 
 def test_the_wrapper_rejects_envs_and_stacks_it_cannot_serve() -> None:
-    with pytest.raises(error.StateNotSettable, match="CartPoleEnv lacks"):
-        Intervene(gym.make("CartPole-v1"), "lives=1")
+    with pytest.raises(error.StateNotSettable, match="FrozenLakeEnv is none of these"):
+        Intervene(gym.make("FrozenLake-v1"), "lives=1")
     with pytest.raises(error.InvalidArgument, match="is for amidar, but the env plays breakout"):
         Intervene(gym.make(IDS["breakout"]), iv.get("amidar", "drop_enemy_0"))
     resized = gym.wrappers.ResizeObservation(gym.make(IDS["breakout"]), (84, 84))
@@ -558,3 +580,337 @@ def test_intervene_passes_the_wrapper_contract() -> None:
         async_vector=False,
     )
     assert {"check_determinism", "check_no_mutation", "check_spec_roundtrip"} <= set(ran)
+
+
+# -- beyond Toybox: classic control, MuJoCo and ALE -------------------------------------------------------------
+def ale_env(env_id: str, **kwargs: Any) -> gym.Env:
+    """An ALE env (v5: 4 frames a step, sticky actions), or a skip without ale_py."""
+    ale_py = pytest.importorskip("ale_py")
+    gym.register_envs(ale_py)
+    return gym.make(env_id, **kwargs)
+
+
+def state_of(env: gym.Env) -> dict[str, Any]:
+    return statejson.adapter(env).state_json()
+
+
+def play(env: gym.Env, seed: int, steps: int) -> tuple[list[np.ndarray], list[float]]:
+    """Observations and rewards of ``steps`` seeded random actions from ``reset(seed=seed)``."""
+    obs, _ = env.reset(seed=seed)
+    frames, rewards = [np.asarray(obs)], []
+    space = env.action_space
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        if isinstance(space, gym.spaces.Discrete):
+            action: Any = int(rng.integers(0, int(space.n)))
+        else:
+            assert isinstance(space, gym.spaces.Box)
+            action = rng.uniform(space.low, space.high).astype(space.dtype)
+        obs, reward, terminated, truncated, _ = env.step(action)
+        frames.append(np.asarray(obs))
+        rewards.append(float(reward))
+        if terminated or truncated:
+            break
+    return frames, rewards
+
+
+def same_runs(a: tuple[list[np.ndarray], list[float]], b: tuple[list[np.ndarray], list[float]]) -> bool:
+    return (
+        len(a[0]) == len(b[0]) and all(np.array_equal(x, y) for x, y in zip(a[0], b[0], strict=True)) and a[1] == b[1]
+    )
+
+
+@beyond_toybox
+def test_cartpole_interventions_change_what_they_name_and_the_env_plays_on_from_there() -> None:
+    env = Intervene(gym.make("CartPole-v1"), "theta=0.1; length*=2")
+    plain = gym.make("CartPole-v1")
+    plain.reset(seed=0)
+    before = state_of(plain)
+    obs, info = env.reset(seed=0)
+    after = state_of(env)
+    assert info["rlwrappers"]["intervene"] == {"active": True, "applied": ["theta=0.1; length*=2"]}
+    assert changed(before, after) == [("theta",), ("length",)]
+    assert (after["theta"], after["length"]) == (0.1, 1.0)
+    cartpole: Any = env.unwrapped
+    assert obs.dtype == np.float32 and np.array_equal(obs, np.array(cartpole.state, dtype=np.float32))
+    assert cartpole.polemass_length == 0.1 and cartpole.total_mass == 1.1  # the derived constants follow
+    # It plays on from the new state, as an env set by hand does, and keeps the new length.
+    by_hand: Any = plain.unwrapped
+    by_hand.state[2], by_hand.length, by_hand.polemass_length = 0.1, 1.0, 0.1
+    for action in (0, 1, 1, 0, 1):
+        assert np.array_equal(env.step(action)[0], plain.step(action)[0])
+    assert state_of(env)["length"] == 1.0
+
+
+@beyond_toybox
+def test_pendulum_mid_episode_intervention_returns_the_observation_of_the_new_state() -> None:
+    env = Intervene(gym.make("Pendulum-v1"), "theta=3.0; theta_dot=-1.5; m*=2", when="starting(step=3)")
+    env.reset(seed=0)
+    action = np.zeros(1, dtype=np.float32)
+    for _ in range(2):
+        assert "rlwrappers" not in env.step(action)[4]
+    before = state_of(env)
+    obs, _, _, _, info = env.step(action)
+    assert info["rlwrappers"]["intervene"]["active"]
+    after = state_of(env)
+    assert (after["theta"], after["theta_dot"], after["m"]) == (3.0, -1.5, 2.0)
+    assert after["g"] == before["g"] and after["l"] == before["l"] and after["dt"] == before["dt"]
+    assert np.array_equal(obs, np.array([np.cos(3.0), np.sin(3.0), -1.5], dtype=np.float32))
+    assert state_of(env)["m"] == 2.0
+    for _ in range(5):  # the mass stays; the pendulum swings on from theta = 3
+        env.step(action)
+    assert state_of(env)["m"] == 2.0 and state_of(env)["theta"] != 3.0
+
+
+@beyond_toybox
+def test_mujoco_interventions_set_qpos_and_qvel_and_render_the_observation() -> None:
+    pytest.importorskip("mujoco")
+    env = Intervene(gym.make("InvertedPendulum-v5"), "qpos[1]=0.1; qvel[0]+=0.5")
+    plain = gym.make("InvertedPendulum-v5")
+    plain.reset(seed=0)
+    before = state_of(plain)
+    obs, _ = env.reset(seed=0)
+    after = state_of(env)
+    assert changed(before, after) == [("qpos", 1), ("qvel", 0)]
+    assert after["qpos"][1] == 0.1 and after["qvel"][0] == before["qvel"][0] + 0.5
+    assert np.array_equal(obs, np.concatenate([after["qpos"], after["qvel"]]))  # InvertedPendulum's observation
+    mujoco_env: Any = plain.unwrapped
+    mujoco_env.set_state(np.array(after["qpos"]), np.array(after["qvel"]))
+    for _ in range(5):
+        action = np.array([0.3], dtype=np.float32)
+        assert np.array_equal(env.step(action)[0], plain.step(action)[0])
+
+
+#: Breakout's bricks are a bitmap in RAM bytes 0-35; the bottom row is bytes 0, 6, ..., 30 (OCAtari's RAM map).
+BREAKOUT_BOTTOM_ROW = "ram[0]=0; ram[6]=0; ram[12]=0; ram[18]=0; ram[24]=0; ram[30]=0"
+#: The step of ALE/Breakout-v5 (4 frames a step) from which the wall is built and brick writes stay.
+BREAKOUT_WALL_BUILT = 10
+#: Freeway: RAM byte 14 is the left chicken's y, drawn with its top at screen row 193 - y (OCAtari's RAM map).
+FREEWAY_CHICKEN = "ram[14]=100"
+
+
+def brick_rows(obs: np.ndarray) -> list[int]:
+    """Lit pixels in each of Breakout's 6 brick rows (6 pixels high from y = 57, x = 8..151), top first."""
+    return [int((obs[57 + 6 * r : 63 + 6 * r, 8:152].sum(-1) > 0).sum()) for r in range(6)]
+
+
+def chicken_rows(obs: np.ndarray) -> list[int]:
+    """The screen rows where Freeway's left chicken (yellow, x = 44..49) is drawn, lane markings left out."""
+    yellow = (obs[:, 44:50] == [252, 252, 84]).all(-1).any(1)
+    return [int(y) for y in np.flatnonzero(yellow) if y not in (102, 104)]
+
+
+@beyond_toybox
+def test_breakout_ram_intervention_clears_the_bottom_row_and_the_game_keeps_it() -> None:
+    # Breakout builds its wall in the first 37 frames after a reset, undoing earlier writes: make it at step 10.
+    env = Intervene(ale_env("ALE/Breakout-v5"), BREAKOUT_BOTTOM_ROW, when=f"starting(step={BREAKOUT_WALL_BUILT})")
+    plain = ale_env("ALE/Breakout-v5")
+    plain.reset(seed=0)
+    env.reset(seed=0)
+    for _ in range(BREAKOUT_WALL_BUILT):
+        clean, *_ = plain.step(0)
+        obs, _, _, _, info = env.step(0)
+    assert info["rlwrappers"]["intervene"]["active"]
+    assert brick_rows(clean) == [864] * 6  # 18 bricks of 8 x 6 pixels
+    assert brick_rows(obs) == [864] * 5 + [0]  # the observation returned shows the row gone
+    ram, before = state_of(env)["ram"], state_of(plain)["ram"]
+    assert [i for i in range(128) if ram[i] != before[i]] == [0, 6, 12, 18, 24, 30]
+    for action in [1] + [0] * 49:  # serve, and miss the ball: a lost ball does not rebuild the wall
+        obs, _, terminated, _, info = env.step(action)
+        assert not terminated
+    assert info["lives"] == 4 and brick_rows(obs) == [864] * 5 + [0]
+    assert [state_of(env)["ram"][i] for i in (0, 6, 12, 18, 24, 30)] == [0] * 6
+
+
+@beyond_toybox
+def test_what_breakout_undoes_the_early_wall_and_the_paddle_byte() -> None:
+    """Documented: writes to the wall before step 10 are undone, and the paddle byte follows the paddle controller."""
+    env = Intervene(ale_env("ALE/Breakout-v5"), BREAKOUT_BOTTOM_ROW)
+    obs, _ = env.reset(seed=0)
+    assert brick_rows(obs) == [864] * 5 + [0]
+    for _ in range(BREAKOUT_WALL_BUILT):
+        obs, *_ = env.step(0)
+    assert brick_rows(obs) == [864] * 6  # the game built its wall over it
+    paddle = Intervene(ale_env("ALE/Breakout-v5"), "ram[72]=100", when="starting(step=12)")
+    paddle.reset(seed=0)
+    for _ in range(12):
+        paddle.step(0)
+    assert state_of(paddle)["ram"][72] == 100
+    for _ in range(3):
+        paddle.step(0)
+    assert state_of(paddle)["ram"][72] > 140  # back to where the controller holds it (146)
+
+
+@beyond_toybox
+def test_freeway_ram_intervention_moves_the_chicken_until_a_car_pushes_it_back() -> None:
+    env = Intervene(ale_env("ALE/Freeway-v5"), FREEWAY_CHICKEN)
+    plain = ale_env("ALE/Freeway-v5")
+    plain.reset(seed=0)
+    obs, _ = env.reset(seed=0)
+    assert chicken_rows(obs) == list(range(93, 101))  # its top at 193 - 100
+    ram, before = state_of(env)["ram"], state_of(plain)["ram"]
+    assert [i for i in range(128) if ram[i] != before[i]] == [14]
+    for _ in range(KEEP):
+        obs, *_ = env.step(0)
+    assert state_of(env)["ram"][14] == 100 and chicken_rows(obs) == list(range(93, 101))
+    for _ in range(20):  # with seed 0, a car hits it after 27 steps and pushes it down the road
+        env.step(0)
+    assert state_of(env)["ram"][14] < 100
+
+
+@beyond_toybox
+def test_pong_enemy_paddle_is_put_where_written_and_moves_on_from_there() -> None:
+    env = Intervene(ale_env("ALE/Pong-v5"), "ram[21]=60", when="starting(step=30)")
+    env.reset(seed=0)
+    for _ in range(30):
+        obs, _, _, _, info = env.step(0)
+    assert info["rlwrappers"]["intervene"]["active"]
+    enemy = np.flatnonzero((obs[34:194, 16:20] == [213, 130, 74]).all(-1).any(1)) + 34
+    assert 60 - 15 <= enemy.min() <= 60 - 15 + 2  # drawn from y = 60 (the frame drawn moves it by up to 2)
+    for _ in range(5):
+        env.step(0)
+    assert state_of(env)["ram"][21] > 60  # its own AI moves it on, towards the ball
+
+
+@beyond_toybox
+def test_drawing_the_ale_observation_leaves_no_trace_in_the_run() -> None:
+    """The frame drawn after a RAM write is emulated on a copy: the run goes on as after a bare setRAM."""
+    steps = 40
+    wrapped = play(Intervene(ale_env("ALE/Freeway-v5"), FREEWAY_CHICKEN, when="starting(step=10)"), 3, steps)
+    plain = ale_env("ALE/Freeway-v5")
+    obs, _ = plain.reset(seed=3)
+    frames, rewards = [obs], []
+    rng = np.random.default_rng(3)
+    for t in range(1, steps + 1):
+        obs, reward, *_ = plain.step(int(rng.integers(0, 3)))
+        if t == 10:
+            plain.unwrapped.ale.setRAM(14, 100)  # type: ignore[attr-defined]
+        frames.append(obs)
+        rewards.append(float(reward))
+    assert all(np.array_equal(x, y) for x, y in zip(wrapped[0][11:], frames[11:], strict=True))
+    assert wrapped[1] == rewards
+    assert not np.array_equal(wrapped[0][10], frames[10])  # step 10's observation shows the change
+
+
+@beyond_toybox
+@pytest.mark.parametrize("obs_type", ["ram", "grayscale"])
+def test_ale_observations_follow_the_envs_obs_type(obs_type: str) -> None:
+    env = Intervene(ale_env("ALE/Freeway-v5", obs_type=obs_type), FREEWAY_CHICKEN)
+    plain = ale_env("ALE/Freeway-v5", obs_type=obs_type)
+    obs, _ = env.reset(seed=0)
+    clean, _ = plain.reset(seed=0)
+    assert obs.shape == clean.shape and obs.dtype == clean.dtype
+    if obs_type == "ram":
+        assert np.array_equal(obs, state_of(env)["ram"]) and obs[14] == 100
+    else:
+        moved = np.flatnonzero((obs[:, 44:50] != clean[:, 44:50]).any(1))
+        assert set(range(93, 101)) <= set(moved.tolist())
+
+
+@beyond_toybox
+@pytest.mark.parametrize(
+    ("make", "text", "when"),
+    [
+        (lambda: gym.make("CartPole-v1"), "x=1.0; masspole*=3", "starting(step=5)"),
+        (lambda: ale_env("ALE/Breakout-v5"), BREAKOUT_BOTTOM_ROW, "starting(step=5)"),
+    ],
+    ids=["CartPole", "Breakout"],
+)
+def test_same_seeds_give_bit_identical_runs_beyond_toybox(make: Callable[[], gym.Env], text: str, when: str) -> None:
+    a, b = play(Intervene(make(), text, when=when), 1, 30), play(Intervene(make(), text, when=when), 1, 30)
+    assert same_runs(a, b)
+    plain = play(make(), 1, 30)
+    assert all(np.array_equal(x, y) for x, y in zip(a[0][:5], plain[0][:5], strict=True))
+    assert not np.array_equal(a[0][5], plain[0][5])
+
+
+@beyond_toybox
+@pytest.mark.parametrize(
+    ("env_id", "text", "err", "match"),
+    [
+        ("CartPole-v1", "thetaa=0.1", error.InvalidArgument, r"a CartPoleEnv state has no field `thetaa`.*`theta`"),
+        ("CartPole-v1", "theta=true", error.InvalidType, r"`theta` holds a number in a CartPoleEnv state"),
+        ("CartPole-v1", "theta[0]=1", error.InvalidArgument, r"`theta` in a CartPoleEnv state is not a list"),
+        ("Pendulum-v1", "theta_dot*=fast", error.InvalidType, "needs a number"),
+        ("MountainCar-v0", "positon=0.3", error.InvalidArgument, r"Did you mean `position`"),
+        ("Acrobot-v1", "LINK_MAS_1=2", error.InvalidArgument, r"Did you mean `LINK_MASS_1`"),
+        ("ALE/Freeway-v5", "ram[128]=1", error.InvalidArgument, r"has 128 items, so index 128 is out of range"),
+        ("ALE/Freeway-v5", "ram[14]=256", error.InvalidType, r"an integer in \[0, 255\].*received 256"),
+        ("ALE/Freeway-v5", "ram[14]=1.5", error.InvalidType, r"received 1.5"),
+        ("ALE/Freeway-v5", "ram[14]+=0.5", error.InvalidType, r"`\+=` needs an integer"),
+        ("ALE/Freeway-v5", "rma[14]=1", error.InvalidArgument, r"AtariEnv \(freeway\) state has no field `rma`.*`ram`"),
+        ("ALE/Freeway-v5", "del ram[3]", error.InvalidArgument, "always has 128 items"),
+        ("ALE/Freeway-v5", "drop_row_0", error.InvalidArgument, "is a catalogue name"),
+        ("InvertedPendulum-v5", "qpos[2]=0", error.InvalidArgument, "has 2 items, so index 2 is out of range"),
+        ("InvertedPendulum-v5", "qpos=[0.1]", error.InvalidType, r"a list of 2 items \(a number each\)"),
+        ("InvertedPendulum-v5", "qvel.x=1", error.InvalidArgument, "which has no field `x`"),
+    ],
+)
+def test_bad_paths_beyond_toybox_fail_when_the_wrapper_is_built(
+    env_id: str, text: str, err: type[Exception], match: str
+) -> None:
+    if env_id.startswith("ALE/"):
+        env = ale_env(env_id)
+    else:
+        if env_id.startswith("Inverted"):
+            pytest.importorskip("mujoco")
+        env = gym.make(env_id)
+    with pytest.raises(err, match=match):
+        Intervene(env, text)
+
+
+@beyond_toybox
+def test_unsupported_envs_and_other_games_interventions_raise_at_construction() -> None:
+    for env_id in ("FrozenLake-v1", "Blackjack-v1"):
+        with pytest.raises(error.StateNotSettable, match=f"{env_id.split('-')[0]}Env is none of these"):
+            Intervene(gym.make(env_id), "x=1")
+    breakout = Intervention("wide", "breakout", "", (Assignment("paddle_width", "set", 40.0),)) if HAS_TOYBOX else None
+    if breakout is not None:
+        with pytest.raises(error.InvalidArgument, match="is for breakout, but the env is CartPoleEnv"):
+            Intervene(gym.make("CartPole-v1"), breakout)
+    with pytest.raises(error.StateNotSettable, match="no state before its first reset"):
+        statejson.adapter(gym.make("Pendulum-v1")).state_json()
+
+
+@beyond_toybox
+def test_values_the_state_cannot_hold_raise_when_written() -> None:
+    """What only the current value decides (a byte pushed past 255) fails at the write, naming the byte."""
+    env = Intervene(ale_env("ALE/Freeway-v5"), "ram[14]+=250")
+    with pytest.raises(error.InvalidArgument, match=r"`ram\[14\]` must be in \[0, 255\].*received 256"):
+        env.reset(seed=0)
+    cartpole = gym.make("CartPole-v1")
+    cartpole.reset(seed=0)
+    adapter = statejson.adapter(cartpole)
+    with pytest.raises(error.InvalidArgument, match=r"needs every field; received none for \['tau'\]"):
+        adapter.write_state_json({k: v for k, v in adapter.state_json().items() if k != "tau"})
+    with pytest.raises(error.InvalidArgument, match="`theta` must be finite"):
+        adapter.write_state_json({**adapter.state_json(), "theta": float("inf")})
+
+
+@beyond_toybox
+def test_specs_rebuild_the_wrapper_beyond_toybox() -> None:
+    env = Intervene(gym.make("CartPole-v1"), ["theta=0.1", "length*=2"], when="starting(step=2)")
+    assert env.specs == ["intervene(interventions=['theta=0.1', 'length*=2'], when=starting(step=2))"]
+    assert env.spec is not None
+    assert same_runs(play(gym.make(env.spec), 0, 10), play(env, 0, 10))
+
+
+@beyond_toybox
+@pytest.mark.slow
+def test_intervene_passes_the_wrapper_contract_beyond_toybox() -> None:
+    from rlwrappers.testing import check_wrapper
+
+    ran = check_wrapper(
+        lambda: ale_env("ALE/Freeway-v5"),
+        lambda env: Intervene(env, FREEWAY_CHICKEN, when="starting(step=5)"),
+        steps=20,
+        async_vector=False,
+    )
+    assert {"check_determinism", "check_no_mutation", "check_env_rng_untouched", "check_spec_roundtrip"} <= set(ran)
+    ran = check_wrapper(
+        lambda: gym.make("CartPole-v1"),
+        lambda env: Intervene(env, ["theta=0.05", "length*=2"], when="starting(step=5)"),
+        steps=20,
+        async_vector=False,
+    )
+    assert {"check_determinism", "check_no_mutation", "check_env_rng_untouched", "check_spec_roundtrip"} <= set(ran)
