@@ -17,7 +17,6 @@ agent while the switch holds.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import time
@@ -55,7 +54,6 @@ __all__ = [
     "AgentSwitch",
     "ParallelRecorder",
     "Team",
-    "compact",
     "parallel_factory",
     "schemas",
     "switch_entry",
@@ -452,19 +450,9 @@ class ParallelRecorder(BaseParallelWrapper[str, Obs, Action]):
         overwrite: bool = False,
     ):
         env = _parallel_env(env)
-        if not isinstance(path, (str, os.PathLike)):
-            raise InvalidType(f"`path` must be a directory path, received {path!r}")
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise InvalidType(f"`metadata` must be a dict, received {metadata!r}")
-        self.pa = require("pyarrow", purpose="writing logs")
-        require("pyarrow.ipc")
+        self._log = record.LogStream(path, overwrite=overwrite, metadata=metadata)
         super().__init__(env)
-        self.path = Path(path)
-        if (self.path / record.META).exists() and not overwrite:
-            raise LogError(f"`path` {str(self.path)!r} already holds a log; pass overwrite=True or choose another path")
-        self.path.mkdir(parents=True, exist_ok=True)
-        for name in (record.META, record.STREAM, *(f"{t}.parquet" for t in record.TABLES)):
-            (self.path / name).unlink(missing_ok=True)
+        self.path, self.pa = self._log.path, self._log.pa
 
         team = list(env.possible_agents)
         self._team = team
@@ -492,9 +480,7 @@ class ParallelRecorder(BaseParallelWrapper[str, Obs, Action]):
             "metadata": dict(metadata or {}),
         }
         self._steps, self._episodes = schemas(self.pa, self.meta)
-        self._write_meta()
-        self._writer: Any = None
-        self._sink: Any = None
+        self._log.write_meta(self.meta)
         self._episode = -1
         self._seeds: list[int] = []
         self._open = False
@@ -591,34 +577,17 @@ class ParallelRecorder(BaseParallelWrapper[str, Obs, Action]):
             "wall_time": time.time() - self._start,
             **{f"return.{agent}": value for agent, value in per_agent.items()},
         }
-        self._write(pa.record_batch(columns, schema=self._steps), json.dumps(episode))
+        self._log.write(pa.record_batch(columns, schema=self._steps), episode)
         self._open = False
 
-    def _write(self, batch: Any, episode: str) -> None:
-        if self._writer is None:
-            self._sink = self.pa.OSFile(str(self.path / record.STREAM), "wb")
-            self._writer = self.pa.ipc.new_stream(self._sink, self._steps)
-        self._writer.write_batch(batch, custom_metadata={record.EPISODE_KEY: episode})
-        self._sink.flush()
-
     # -- closing ----------------------------------------------------------------------------------------
-    def _write_meta(self) -> None:
-        tmp = self.path / f"{record.META}.tmp"
-        tmp.write_text(json.dumps(self.meta, indent=2, default=str))
-        tmp.replace(self.path / record.META)
-
     def close(self) -> None:
         """Writes an open episode (marked incomplete), compacts the log to Parquet, then closes the env."""
         if not self._closed:
             self._closed = True
             if self._open:
                 self._end_episode()
-            if self._writer is not None:
-                self._writer.close()
-                self._sink.close()
-            self.meta.update(end_time=time.time(), episodes=self._episode + 1, seeds=self._seeds)
-            self._write_meta()
-            compact(self.path)
+            self._log.close(self.meta, episodes=self._episode + 1, seeds=self._seeds)
         super().close()
 
 
@@ -630,49 +599,14 @@ def _meta(root: Path) -> dict[str, Any]:
     return meta
 
 
-def _tables(root: Path, meta: Mapping[str, Any]) -> dict[str, pa.Table]:
-    """The steps and episodes tables of a multi-agent log: from its Parquet files, or else its stream."""
-    pa = require("pyarrow", purpose="reading logs")
-    pq = require("pyarrow.parquet", purpose="reading logs")
-    if (root / "steps.parquet").exists():
-        return {name: pq.read_table(root / f"{name}.parquet") for name in record.TABLES}
-    steps_schema, episodes_schema = schemas(pa, meta)
-    read = record._read_stream(root / record.STREAM)
-    if read is None:
-        return {"steps": steps_schema.empty_table(), "episodes": episodes_schema.empty_table()}
-    steps, episodes = read
-    return {"steps": steps, "episodes": pa.Table.from_pylist(episodes, schema=episodes_schema)}
-
-
-def compact(path: str | os.PathLike[str]) -> None:
-    """Rewrites a multi-agent log's stream as ``steps.parquet`` and ``episodes.parquet``, header included.
-
-    :meth:`ParallelRecorder.close` calls it; call it yourself to tidy up the log of a killed run.
-    """
-    pq = require("pyarrow.parquet", purpose="writing logs")
-    root = Path(path)
-    if not (root / record.STREAM).exists():
-        return
-    tables = _tables(root, _meta(root))
-    header = (root / record.META).read_bytes()
-    for name, table in tables.items():
-        tmp = root / f"{name}.parquet.tmp"
-        pq.write_table(table.replace_schema_metadata({b"rlwrappers": header}), tmp)
-        tmp.replace(root / f"{name}.parquet")
-    (root / record.STREAM).unlink()
-
-
 def _frame(path: str | os.PathLike[str] | record.Log, table: str) -> tuple[pd.DataFrame, dict[str, Any]]:
     if isinstance(path, record.Log):
         if "agents" not in path.meta:
             raise LogError(f"{str(path.path)!r} holds a single-agent log: it has no `agents` in its header")
         return getattr(path, table), path.meta
-    pd = require("pandas", purpose="reading logs")
-    pa = require("pyarrow")
     root = Path(path)
     meta = _meta(root)
-    nullable = {pa.int64(): pd.Int64Dtype(), pa.uint64(): pd.UInt64Dtype(), pa.bool_(): pd.BooleanDtype()}.get
-    return _tables(root, meta)[table].to_pandas(types_mapper=nullable), meta
+    return record._frames(root, meta, (table,))[table], meta
 
 
 def team_returns(log: str | os.PathLike[str] | record.Log) -> pd.DataFrame:

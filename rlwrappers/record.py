@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "Log", "Recorder", "load", "load_episodes"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "Log", "LogStream", "Recorder", "compact", "load", "load_episodes", "schemas"]
 
 FORMAT: Final = "rlwrappers-log"
 FORMAT_VERSION: Final = 1
@@ -208,19 +208,9 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
         overwrite: bool = False,
         metadata: Mapping[str, Any] | None = None,
     ):
-        if not isinstance(path, (str, os.PathLike)):
-            raise InvalidType(f"`path` must be a directory path, received {path!r}")
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise InvalidType(f"`metadata` must be a dict, received {metadata!r}")
-        self.pa = require("pyarrow", purpose="writing logs")
-        require("pyarrow.ipc")
+        self._log = LogStream(path, overwrite=overwrite, metadata=metadata)
         super().__init__(env)
-        self.path = Path(path)
-        if (self.path / META).exists() and not overwrite:
-            raise LogError(f"`path` {str(self.path)!r} already holds a log; pass overwrite=True or choose another path")
-        self.path.mkdir(parents=True, exist_ok=True)
-        for name in (META, STREAM, *(f"{t}.parquet" for t in TABLES)):
-            (self.path / name).unlink(missing_ok=True)
+        self.path, self.pa = self._log.path, self._log.pa
 
         pa = self.pa
         self._layers = list(layers(env))
@@ -266,9 +256,7 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
             "metadata": dict(metadata or {}),
         }
         self._steps, _ = _schemas(pa, self.meta)
-        self._write_meta()
-        self._writer: Any = None
-        self._sink: Any = None
+        self._log.write_meta(self.meta)
         self._episode = -1
         self._seeds: list[int] = []
         self._open = False
@@ -361,7 +349,7 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
             episode[f"{label}.active"] = label in reset
         for label, f in self._reset_fields:
             episode[f"{label}.{f}"] = _jsonable(reset.get(label, {}).get(f))
-        self._write(pa.record_batch(columns, schema=self._steps), json.dumps(episode))
+        self._log.write(pa.record_batch(columns, schema=self._steps), episode)
         self._open = False
 
     def _field_array(self, kind: str, values: list[Any]) -> Any:
@@ -371,32 +359,64 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
             values = [None if v is None else np.asarray(v, np.float64).ravel() for v in values]
         return self.pa.array(values, type=_arrow_type(self.pa, kind, None))
 
-    def _write(self, batch: Any, episode: str) -> None:
-        if self._writer is None:
-            self._sink = self.pa.OSFile(str(self.path / STREAM), "wb")
-            self._writer = self.pa.ipc.new_stream(self._sink, self._steps)
-        self._writer.write_batch(batch, custom_metadata={EPISODE_KEY: episode})
-        self._sink.flush()
-
     # -- closing ----------------------------------------------------------------------------------------
-    def _write_meta(self) -> None:
-        tmp = self.path / f"{META}.tmp"
-        tmp.write_text(json.dumps(self.meta, indent=2, default=str))
-        tmp.replace(self.path / META)
-
     def close(self) -> None:
         """Writes an open episode (marked incomplete), compacts the log to Parquet, then closes the env."""
         if not self._closed:
             self._closed = True
             if self._open:
                 self._end_episode(terminated=False, truncated=False)
-            if self._writer is not None:
-                self._writer.close()
-                self._sink.close()
-            self.meta.update(end_time=time.time(), episodes=self._episode + 1, seeds=self._seeds)
-            self._write_meta()
-            compact(self.path)
+            self._log.close(self.meta, episodes=self._episode + 1, seeds=self._seeds)
         super().close()
+
+
+class LogStream:
+    """A log directory being written: its header, one record batch per finished episode, Parquet at the end.
+
+    Both recorders write through it (:class:`Recorder`, :class:`rlwrappers.multiagent.ParallelRecorder`). It
+    checks ``path`` and ``metadata`` and clears an earlier log there (only with ``overwrite``) when built.
+    Each batch goes straight to the operating system, so a killed process leaves every finished episode
+    readable; :meth:`close` writes the final header and compacts the stream (:func:`compact`).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, overwrite: bool, metadata: Mapping[str, Any] | None):
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidType(f"`path` must be a directory path, received {path!r}")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidType(f"`metadata` must be a dict, received {metadata!r}")
+        self.pa = require("pyarrow", purpose="writing logs")
+        require("pyarrow.ipc")
+        self.path = Path(path)
+        if (self.path / META).exists() and not overwrite:
+            raise LogError(f"`path` {str(self.path)!r} already holds a log; pass overwrite=True or choose another path")
+        self.path.mkdir(parents=True, exist_ok=True)
+        for name in (META, STREAM, *(f"{t}.parquet" for t in TABLES)):
+            (self.path / name).unlink(missing_ok=True)
+        self._writer: Any = None
+        self._sink: Any = None
+
+    def write_meta(self, meta: Mapping[str, Any]) -> None:
+        """Replaces the header in one step: a reader never sees half of it."""
+        tmp = self.path / f"{META}.tmp"
+        tmp.write_text(json.dumps(meta, indent=2, default=str))
+        tmp.replace(self.path / META)
+
+    def write(self, batch: Any, episode: Mapping[str, Any]) -> None:
+        """Appends one episode: its steps as ``batch``, its episode row in the batch's metadata."""
+        if self._writer is None:
+            self._sink = self.pa.OSFile(str(self.path / STREAM), "wb")
+            self._writer = self.pa.ipc.new_stream(self._sink, batch.schema)
+        self._writer.write_batch(batch, custom_metadata={EPISODE_KEY: json.dumps(episode)})
+        self._sink.flush()
+
+    def close(self, meta: dict[str, Any], *, episodes: int, seeds: list[int]) -> None:
+        """Closes the stream, adds the end time, episode count and seeds to ``meta``, and compacts the log."""
+        if self._writer is not None:
+            self._writer.close()
+            self._sink.close()
+        meta.update(end_time=time.time(), episodes=episodes, seeds=seeds)
+        self.write_meta(meta)
+        compact(self.path)
 
 
 def _jsonable(value: Any) -> Any:

@@ -29,7 +29,6 @@ from rlwrappers.multiagent import (  # noqa: E402
     TEAM,
     AgentSwitch,
     ParallelRecorder,
-    compact,
     switches,
     team_returns,
     who_acted,
@@ -337,7 +336,7 @@ def test_an_unfinished_log_keeps_its_finished_episodes(tmp_path: Path) -> None:
     returns = team_returns(tmp_path)
     assert list(returns.index) == [0, 1]
     np.testing.assert_allclose(returns["team"], returns[AGENTS].sum(axis=1), rtol=1e-12)
-    compact(tmp_path)  # what a killed run's log needs
+    record.compact(tmp_path)  # what a killed run's log needs
     episodes = record.load_episodes(tmp_path)
     assert list(episodes["episode"]) == [0, 1] and "return.agent_4" in episodes
 
