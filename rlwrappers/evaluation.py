@@ -22,6 +22,7 @@ complete are not redone. :func:`open_evaluation` reads a run directory back.
 
 from __future__ import annotations
 
+import functools
 import json
 import multiprocessing
 import os
@@ -1123,10 +1124,16 @@ class Evaluation:
         Raises:
             LogError: the evaluation is not causal (no ``shift_at``).
         """
+        if self.shift_at is None:
+            raise LogError(f"the evaluation at {str(self.path)!r} has no `shift_at`: it is not causal")
+        return self._checked
+
+    @functools.cached_property
+    def _checked(self) -> pd.DataFrame:
+        """:meth:`fixed_seed_check`'s table, read once per Evaluation: the runner, DiD table and report reuse it."""
         pd = require("pandas", purpose="reading evaluations")
         shift_at = self.shift_at
-        if shift_at is None:
-            raise LogError(f"the evaluation at {str(self.path)!r} has no `shift_at`: it is not causal")
+        assert shift_at is not None, "fixed_seed_check() checks it"
         runs = list(self._runs())
         baselines = {(row.agent, row.seed): row.path for row, _ in runs if row.shift == BASELINE}
         rows = []
