@@ -213,6 +213,8 @@ class ToyboxEnv(gym.Env[NDArray[np.uint8], np.int64]):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise InvalidArgument(f"`render_mode` must be None or 'rgb_array', received {render_mode!r}")
         ctoybox = _optional.require("ctoybox", purpose="the Toybox envs")
+        #: orjson reads and writes the JSON states about five times faster than the standard library.
+        self._orjson: Any = _optional.require("orjson", purpose="the Toybox envs' JSON states")
         from ctoybox.ctoybox import ffi, lib
         from ctoybox.ffi import _handle_ffi_result
 
@@ -320,7 +322,12 @@ class ToyboxEnv(gym.Env[NDArray[np.uint8], np.int64]):
         Its keys depend on the game: Breakout has ``balls``, ``paddle``, ``bricks``, ``lives``, ``score``...;
         ``rand`` is the state of the game's random generator.
         """
-        state: dict[str, Any] = self.toybox.state_to_json()
+        raw = self._lib.state_to_json(self.toybox.rstate.get_state())
+        try:
+            text = self._ffi.string(self._ffi.cast("char *", raw))
+        finally:
+            self._lib.free_str(raw)
+        state: dict[str, Any] = self._orjson.loads(text)
         return state
 
     def write_state_json(self, state: dict[str, Any]) -> None:
@@ -336,7 +343,11 @@ class ToyboxEnv(gym.Env[NDArray[np.uint8], np.int64]):
         if not isinstance(state, dict):
             raise InvalidType(f"`state` must be a dict as state_json() returns, received {type(state).__name__}")
         try:
-            self.toybox.write_state_json(state)
+            text = self._orjson.dumps(state, option=self._orjson.OPT_SERIALIZE_NUMPY).decode()
+        except TypeError as exc:
+            raise InvalidType(f"`state` must hold only JSON values: {exc}") from None
+        try:
+            self.toybox.write_state_json(text)  # ctoybox takes JSON text as well as dicts
         except ValueError as exc:
             raise InvalidArgument(f"`state` is not a valid Toybox {self.game} state: {exc}") from None
         self._score = self.toybox.get_score()

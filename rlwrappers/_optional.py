@@ -11,6 +11,7 @@ from rlwrappers.error import MissingExtra
 EXTRAS: dict[str, str] = {
     "ale_py": "atari",
     "ctoybox": "toybox",
+    "orjson": "toybox",
     "mujoco": "mujoco",
     "stable_baselines3": "sb3",
     "torch": "sb3",

@@ -284,6 +284,13 @@ def test_bad_states_and_configs_raise_typed_errors() -> None:
         env.write_state_json(state)
     with pytest.raises(error.InvalidArgument, match="not a valid Toybox breakout state"):
         env.write_state_json(gym.make(IDS[1]).unwrapped.state_json())  # type: ignore[attr-defined]
+    state = env.state_json()
+    state["paddle"]["position"]["x"] = object()
+    with pytest.raises(error.InvalidType, match="only JSON values"):
+        env.write_state_json(state)
+    state["paddle"]["position"]["x"] = np.float64(40.5)  # numpy numbers are written as numbers
+    env.write_state_json(state)
+    assert env.state_json()["paddle"]["position"]["x"] == 40.5
     with pytest.raises(error.InvalidType, match="`config` must be a dict"):
         env.write_config_json([])
     config = env.config_json()
