@@ -219,17 +219,26 @@ def test_action_distributions_follow_how_each_agent_acts() -> None:
 
 
 # -- sampling, batching and seeds --------------------------------------------------------------------------
-def test_each_agent_runs_one_forward_pass_per_intervention_batch() -> None:
+def test_each_agent_runs_one_forward_pass_over_every_intervention() -> None:
     states = cartpole_states(p=6)
-    for deterministic, t, batch in ((True, 30, 6), (False, 7, 42)):
+    for deterministic in (True, False):
         agents = counting_agents(4, deterministic=deterministic)
-        matrix = robustness_matrix(agents, interventions(states), t=t, rng=np.random.default_rng(1))
+        matrix = robustness_matrix(agents, interventions(states), t=7, rng=np.random.default_rng(1))
         assert matrix.shape == (6, 3)
         for agent in agents:
             module = agent.module
             assert isinstance(module, CountingPolicy)
-            assert module.calls == 3  # the null intervention and two others
-            assert module.batch_sizes == [batch] * 3  # greedy: p states; stochastic: t draws of each
+            assert module.batch_sizes == [18]  # the null intervention and two others, 6 states each, at once
+
+
+def test_stochastic_agents_draw_from_their_action_distributions() -> None:
+    # One agent always takes action 0, the other tosses a fair coin: they agree on half the draws.
+    agents = [
+        TorchAgent(ConstantLogits(logits), OBS, TWO, head="logits", deterministic=False)
+        for logits in ([50.0, -50.0], [0.0, 0.0])
+    ]
+    r = sampled_robustness(agents, cartpole_states(p=4), t=4000, rng=np.random.default_rng(0))
+    assert np.all(np.abs(r - 0.5) < 0.03)
 
 
 def test_sampled_robustness_is_seeded() -> None:

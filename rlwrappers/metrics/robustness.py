@@ -178,27 +178,27 @@ def action_distributions(agents: Sequence[Agent], states: ArrayLike) -> NDArray[
     Raises:
         NotDifferentiable: an agent has no network outputs (a :class:`~rlwrappers.agents.CallableAgent`).
     """
-    torch = require("torch", purpose="agents' action distributions")
     group = _agents(agents)
     sizes = {int(agent.action_space.n) for agent in group}  # type: ignore[attr-defined]
     if len(sizes) != 1:
         raise IncompatibleSpace(f"`agents` must have action spaces of one size, received sizes {sorted(sizes)}")
-    k = sizes.pop()
     batch = _batch("states", states)
-    out = np.empty((len(batch), len(group), k), dtype=np.float64)
-    for i, agent in enumerate(group):
-        with torch.no_grad():
-            outputs = agent.outputs(agent.tensor(batch))
-        scores = outputs.scores.detach().double().numpy()
-        greedy = np.eye(k)[scores.argmax(axis=-1)]
-        epsilon = getattr(agent, "epsilon", None)
-        if agent.deterministic:
-            out[:, i] = greedy
-        elif epsilon is not None:
-            out[:, i] = (1.0 - epsilon) * greedy + epsilon / k
-        else:
-            out[:, i] = outputs.probs.detach().double().numpy()
-    return out
+    return np.stack([_distribution(agent, batch) for agent in group], axis=1)
+
+
+def _distribution(agent: Agent, batch: NDArray[Any]) -> NDArray[np.float64]:
+    """One agent's action distribution on each observation of ``batch``, shape (p, n_actions): one forward pass."""
+    torch = require("torch", purpose="agents' action distributions")
+    with torch.no_grad():
+        outputs = agent.outputs(agent.tensor(batch))
+    scores = outputs.scores.detach().double().numpy()
+    greedy = np.eye(scores.shape[-1])[scores.argmax(axis=-1)]
+    epsilon = getattr(agent, "epsilon", None)
+    if agent.deterministic:
+        return greedy
+    if epsilon is not None:
+        return (1.0 - epsilon) * greedy + epsilon / scores.shape[-1]
+    return np.asarray(outputs.probs.detach().double().numpy())
 
 
 def sampled_robustness(
@@ -206,9 +206,9 @@ def sampled_robustness(
 ) -> NDArray[np.float64]:
     """Algorithm 1 with its draws: R on each state, averaged over t sampled actions per agent.
 
-    Each agent acts on all states in one call of :meth:`~rlwrappers.agents.Agent.act`: a greedy agent on the p
-    states once (its one action stands for every draw), a stochastic agent on the states repeated t times
-    (a batch of t * p), with a generator seeded from ``rng``. When every agent is greedy, t is 1.
+    :func:`robustness_matrix` with one batch: each agent runs one forward pass over the p states. A greedy
+    agent's one action stands for every draw; a stochastic agent draws t actions per state from its action
+    distribution, with a generator seeded from ``rng``. When every agent is greedy, t is 1.
 
     Args:
         agents: n >= 2 agents from one pipeline, with Discrete action spaces.
@@ -220,26 +220,25 @@ def sampled_robustness(
     Returns:
         R per state, shape (p,).
     """
-    group = _agents(agents)
-    batch = _batch("states", states)
-    draws = _draws(group, t, rng)
-    seeds = _agent_seeds(group, rng)
-    return np.asarray(offline_robustness(_sample(group, batch, draws, seeds)), dtype=np.float64).mean(axis=0)
+    return robustness_matrix(agents, [states], t, rng)[:, 0]
 
 
 def robustness_matrix(
     agents: Sequence[Agent],
-    states_by_intervention: Sequence[ArrayLike],
+    states_by_intervention: Sequence[ArrayLike] | NDArray[Any],
     t: int = DRAWS,
     rng: np.random.Generator | None = None,
 ) -> NDArray[np.float64]:
     """Algorithm 2: R over p states (rows) and m + 1 interventions (columns, the null intervention first).
 
-    Column j is :func:`sampled_robustness` on ``states_by_intervention[j]``: each agent makes one call of
-    :meth:`~rlwrappers.agents.Agent.act` per intervention. Every column draws with the same per-agent seeds
-    (common random numbers), so column j equals ``sampled_robustness(agents, states_by_intervention[j], t,
-    rng)`` for a generator seeded alike, and the differences of :func:`normalized_robustness` carry less
-    sampling noise.
+    Agents are batched: each runs **one** forward pass over all (m + 1) * p observations. A greedy agent acts
+    on them once (t = 1, as in the paper). A stochastic agent draws t actions per state from its action
+    distribution (:func:`action_distributions`) by inverting its cumulative distribution at t * p uniform
+    numbers from its own generator; the same numbers serve every intervention (common random numbers), so
+    column j equals ``sampled_robustness(agents, states_by_intervention[j], t, rng)`` for a generator seeded
+    alike, and the differences of :func:`normalized_robustness` carry less sampling noise. A stochastic agent
+    without a network (a :class:`~rlwrappers.agents.CallableAgent` taking ``rng``) acts on each batch repeated
+    t times, with its generator seeded alike for every batch.
 
     Args:
         agents: n >= 2 agents from one pipeline, with Discrete action spaces.
@@ -268,8 +267,8 @@ def robustness_matrix(
             )
     draws = _draws(group, t, rng)
     seeds = _agent_seeds(group, rng)
-    columns = [np.asarray(offline_robustness(_sample(group, b, draws, seeds))).mean(axis=0) for b in batches]
-    return np.stack(columns, axis=1).astype(np.float64)
+    actions = _sample(group, np.stack(batches), draws, seeds)  # (m + 1, draws, p, n)
+    return np.asarray(offline_robustness(actions), dtype=np.float64).mean(axis=1).T
 
 
 def normalized_robustness(matrix: ArrayLike) -> NDArray[np.float64]:
@@ -394,25 +393,37 @@ def _agent_seeds(group: Sequence[Agent], rng: np.random.Generator | None) -> lis
     return [int(s) for s in rng.integers(0, 2**63 - 1, size=len(group))]
 
 
-def _sample(group: Sequence[Agent], batch: NDArray[Any], draws: int, seeds: Sequence[int | None]) -> NDArray[np.int64]:
-    """The agents' actions, shape (draws, p, n_agents): one ``act`` call per agent."""
-    p = len(batch)
-    out = np.empty((draws, p, len(group)), dtype=np.int64)
+def _sample(
+    group: Sequence[Agent], batches: NDArray[Any], draws: int, seeds: Sequence[int | None]
+) -> NDArray[np.int64]:
+    """The agents' actions on ``batches`` (shape (J, p, *obs)), shape (J, draws, p, n_agents)."""
+    n_batches, p = batches.shape[:2]
+    flat = batches.reshape(n_batches * p, *batches.shape[2:])
+    out = np.empty((n_batches, draws, p, len(group)), dtype=np.int64)
     for i, (agent, seed) in enumerate(zip(group, seeds, strict=True)):
         if agent.deterministic:
-            actions = np.asarray(agent.act(batch))
-            expected: tuple[int, ...] = (p,)
+            out[..., i] = _checked(i, agent.act(flat), len(flat)).reshape(n_batches, 1, p)
+        elif type(agent).outputs is not Agent.outputs:  # a network: one forward pass, then t draws per state
+            cdf = np.cumsum(_distribution(agent, flat), axis=-1).reshape(n_batches, 1, p, -1)
+            u = np.random.default_rng(seed).random((draws, p))[None, :, :, None] * cdf[..., -1:]
+            out[..., i] = np.minimum((cdf <= u).sum(axis=-1), cdf.shape[-1] - 1)
         else:
-            repeated = np.broadcast_to(batch, (draws, *batch.shape)).reshape(draws * p, *batch.shape[1:])
-            actions = np.asarray(agent.act(repeated, np.random.default_rng(seed)))
-            expected = (draws * p,)
-        if actions.shape != expected:
-            raise IncompatibleSpace(
-                f"`agents[{i}]` returned actions of shape {actions.shape} for a batch of {expected[0]}, expected"
-                f" {expected}: one discrete action per observation"
-            )
-        out[:, :, i] = actions.reshape(-1, p)
+            for j, batch in enumerate(batches):
+                repeated = np.broadcast_to(batch, (draws, *batch.shape)).reshape(draws * p, *batch.shape[1:])
+                actions = agent.act(repeated, np.random.default_rng(seed))
+                out[j, ..., i] = _checked(i, actions, draws * p).reshape(draws, p)
     return out
+
+
+def _checked(i: int, actions: Any, size: int) -> NDArray[Any]:
+    """Agent i's actions for a batch of ``size``, checked to be one discrete action per observation."""
+    actions = np.asarray(actions)
+    if actions.shape != (size,):
+        raise IncompatibleSpace(
+            f"`agents[{i}]` returned actions of shape {actions.shape} for a batch of {size}, expected ({size},):"
+            " one discrete action per observation"
+        )
+    return actions
 
 
 def _matrix(name: str, matrix: ArrayLike) -> NDArray[np.float64]:
