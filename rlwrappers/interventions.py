@@ -78,6 +78,7 @@ __all__ = [
     "catalogue",
     "define",
     "get",
+    "resolve",
 ]
 
 #: The Toybox games, by their Toybox names.
@@ -1097,6 +1098,56 @@ def _check_nothing_changes_observations(env: gym.Env[Any, Any]) -> None:
         current = inner
 
 
+def resolve(
+    env: gym.Env[Any, Any], interventions: Iterable[Intervention | str | Mapping[str, Any]]
+) -> tuple[statejson.StateAdapter, tuple[Intervention, ...]]:
+    """The adapter of ``env``'s state and ``interventions`` made ready for it.
+
+    Catalogue names are looked up in the env's game (Toybox envs only); one-line forms and dicts become
+    :class:`Intervention` objects; every assignment is checked against the env's state schema, so a path the
+    env's state lacks fails here, before any state is touched.
+
+    Args:
+        env: a Toybox, classic-control, MuJoCo or ALE env, wrapped or not.
+        interventions: catalogue names, one-line forms, :meth:`Intervention.to_dict` dicts or Interventions.
+
+    Raises:
+        StateNotSettable: the env's state cannot be read and written.
+        UnknownName: a name is not in the game's catalogue (with suggestions).
+        InvalidArgument: a catalogue name on an env that is not a Toybox game, an intervention for another
+            game, or a path the state lacks.
+        InvalidType: a value of the wrong type for its path.
+    """
+    state = statejson.adapter(env, purpose="intervene")
+    native = state.native  # a Toybox env: checked against its game's schema
+    game = getattr(state.env, "game", None) if native else None
+    game = game if game in GAMES else None
+    schema_root = state.schema()
+    schema = None if schema_root is None else _Schema(state.name, schema_root, label=_a(state.name) + " state")
+    resolved = []
+    for item in interventions:
+        if isinstance(item, str) and _WORD.fullmatch(item.strip()):
+            if game is None:
+                raise InvalidArgument(
+                    f"intervention `{item}` is a catalogue name, but {state.name} is not one of the Toybox games "
+                    f"{list(GAMES)}, whose catalogues hold names; pass the intervention itself (its one-line "
+                    f"form, such as 'path=value', or an Intervention)"
+                )
+            iv = get(game, item.strip())
+        else:
+            iv = _intervention(item, game)
+            if iv.game is None and game is not None:  # check it against the env's game now
+                iv = Intervention(iv.name, game, iv.doc, iv.assignments)
+        if iv.game is not None and iv.game != game and (game is not None or not native):
+            plays = f"the env plays {game}" if game is not None else f"the env is {state.name}"
+            raise InvalidArgument(f"intervention `{iv.name}` is for {iv.game}, but {plays}")
+        if schema is not None:
+            for a in iv.assignments:
+                schema.check(a)
+        resolved.append(iv)
+    return state, tuple(resolved)
+
+
 @dataclass(kw_only=True)
 class InterventionPerturbation(Perturbation):
     """Makes interventions on an env's state whenever its schedule switches on; the env carries them.
@@ -1148,37 +1199,9 @@ class InterventionPerturbation(Perturbation):
 
     @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
-        state = statejson.adapter(env, purpose="intervene")
-        native = state.native  # a Toybox env: checked against its game's schema
-        game = getattr(state.env, "game", None) if native else None
-        game = game if game in GAMES else None
-        schema_root = state.schema()
-        schema = None if schema_root is None else _Schema(state.name, schema_root, label=_a(state.name) + " state")
-        resolved = []
-        for item in self.interventions:
-            if isinstance(item, str) and _WORD.fullmatch(item):
-                if game is None:
-                    raise InvalidArgument(
-                        f"intervention `{item}` is a catalogue name, but {state.name} is not one of the Toybox games "
-                        f"{list(GAMES)}, whose catalogues hold names; pass the intervention itself (its one-line "
-                        f"form, such as 'path=value', or an Intervention)"
-                    )
-                iv = get(game, item)
-            else:
-                iv = _intervention(item, game)
-                if iv.game is None and game is not None:  # check it against the env's game now
-                    iv = Intervention(iv.name, game, iv.doc, iv.assignments)
-            if iv.game is not None and iv.game != game and (game is not None or not native):
-                plays = f"the env plays {game}" if game is not None else f"the env is {state.name}"
-                raise InvalidArgument(f"intervention `{iv.name}` is for {iv.game}, but {plays}")
-            if schema is not None:
-                for a in iv.assignments:
-                    schema.check(a)
-            resolved.append(iv)
+        self._state, self._resolved = resolve(env, self.interventions)
         _check_nothing_changes_observations(env)
-        self._state = state
-        self._resolved = tuple(resolved)
-        self._record = {"applied": [iv.name for iv in resolved]}
+        self._record = {"applied": [iv.name for iv in self._resolved]}
 
     @property
     def resolved(self) -> tuple[Intervention, ...]:
