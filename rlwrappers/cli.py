@@ -1,16 +1,18 @@
-"""The ``rlwrappers`` command line: ``demo``, ``evaluate``, ``sweep``, ``report`` and ``list``.
+"""The ``rlwrappers`` command line: ``demo``, ``evaluate``, ``sweep``, ``report``, ``robustness`` and ``list``.
 
 ``rlwrappers demo`` evaluates a zoo agent under seed 002's six kinds of uncertainty and writes a report;
 ``rlwrappers evaluate`` does the same for any agents, env and shifts, and runs seed 001's causal
 (``--shift-at-episode``) and observational (``--observational``) protocols; ``rlwrappers sweep`` runs one
 perturbation at each value of one parameter; ``rlwrappers report RUN_DIR`` turns a run directory into tables,
-plots and one HTML page; ``rlwrappers list`` prints the perturbed env IDs, the perturbations, the schedules and
-the zoo agents. ``rlwrappers COMMAND --help`` explains each.
+plots and one HTML page; ``rlwrappers robustness`` measures seed 000's offline robustness of training pipelines
+under interventions on game state; ``rlwrappers list`` prints the perturbed env IDs, the perturbations, the
+schedules and the zoo agents. ``rlwrappers COMMAND --help`` explains each.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import textwrap
@@ -371,6 +373,97 @@ def _report_arguments(parser: argparse.ArgumentParser, *, skippable: bool = True
     )
 
 
+def _robustness_env(env_id: str, atari: bool) -> gym.Env[Any, Any]:
+    """The env as the measured agents see it."""
+    import rlwrappers.envs  # noqa: F401  (registers the Toybox IDs)
+
+    if importlib.util.find_spec("ale_py") is not None:
+        import ale_py
+
+        gym.register_envs(ale_py)
+    env = gym.make(env_id)
+    if atari:
+        from rlwrappers.sb3 import atari_wrapper
+
+        env = atari_wrapper(env)
+    return env
+
+
+def _pipelines(values: Sequence[str], guides: Sequence[str] | None) -> list[Any]:
+    """``--pipeline`` and ``--guide`` values as pipelines (see ``rlwrappers robustness --help``)."""
+    from rlwrappers.offline import Pipeline, zoo_pipeline
+
+    out: dict[str, Any] = {}
+    given: dict[str, dict[str, list[str]]] = {}
+    for value in values:
+        if "=" not in value:
+            out[value] = zoo_pipeline(value)
+            continue
+        label, _, sources = value.partition("=")
+        name, _, checkpoint = label.partition("@")
+        checkpoints = given.setdefault(name, {})
+        if (checkpoint or "final") in checkpoints:
+            raise InvalidArgument(f"--pipeline {label!r} is given twice")
+        checkpoints[checkpoint or "final"] = [s for s in sources.split(",") if s]
+    guide_of: dict[str, str] = {}
+    for value in guides or []:
+        name, _, source = value.rpartition("=")
+        if name and name not in given:
+            raise InvalidArgument(f"--guide {value!r} names no pipeline given as NAME=SOURCES; they are {list(given)}")
+        for pipeline in [name] if name else list(given):
+            guide_of[pipeline] = source
+    for name, checkpoints in given.items():
+        if name not in guide_of:
+            raise InvalidArgument(
+                f"pipeline {name!r} needs a guide, the agent whose game the states are sampled from: --guide "
+                f"{name}=SOURCE (or --guide SOURCE for every pipeline)"
+            )
+        out[name] = Pipeline(name, checkpoints, guide_of[name])
+    return list(out.values())
+
+
+def _robustness(args: argparse.Namespace) -> int:
+    from rlwrappers import offline
+    from rlwrappers.interventions import GAMES, catalogue
+    from rlwrappers.report import format_table, write_robustness_report
+
+    if args.runs:
+        if args.pipeline or args.env:
+            raise InvalidArgument("--runs gives the env and the pipelines; leave out --env and --pipeline")
+        env_id, atari, pipelines = offline.read_runs(args.runs)
+    else:
+        if not args.env or not args.pipeline:
+            raise InvalidArgument("give --env and at least one --pipeline, or --runs DIR")
+        env_id, atari, pipelines = args.env, args.atari, _pipelines(args.pipeline, args.guide)
+    env = _robustness_env(env_id, atari)
+    interventions = args.intervention
+    if not interventions:
+        game = getattr(env.unwrapped, "game", None)
+        if game not in GAMES:
+            raise InvalidArgument(f"{env_id} has no intervention catalogue: give at least one --intervention")
+        interventions = [iv.name for iv in catalogue(game)]
+    print(
+        f"Offline robustness on {env_id}: {len(pipelines)} pipeline(s), {args.states} states each, "
+        f"{len(interventions)} interventions and the null one."
+    )
+    measurement = offline.measure(
+        lambda: _robustness_env(env_id, atari),
+        pipelines,
+        interventions,
+        p=args.states,
+        seed=args.seed,
+        stochastic=args.stochastic,
+        t=args.draws,
+        progress=None if args.quiet else print,
+    )
+    out = measurement.save(args.out)
+    print(format_table(measurement.summary().xs("overall", level="intervention")))
+    print(f"Measurement: {out.resolve()}")
+    if not args.no_report:
+        print(f"Report: {write_robustness_report(measurement, out / 'report').resolve()}")
+    return 0
+
+
 def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     """The parser, and the one of ``list`` (which checks its parts itself)."""
     parser = argparse.ArgumentParser(
@@ -502,6 +595,47 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     report.add_argument("--out", help="where to write (default: RUN_DIR/report)")
     _report_arguments(report, skippable=False)
 
+    robustness = commands.add_parser(
+        "robustness",
+        help="offline robustness R of training pipelines under interventions on game state, with heatmaps",
+        description=textwrap.dedent(
+            """\
+            Seed 000's offline robustness: per pipeline, a guide agent plays one game and STATES states are drawn
+            from it; each state is written into a fresh env under every intervention (and none), and the
+            pipeline's agents act on what they see there. R = 1 - JSD / log2(n) of their actions. Writes
+            robustness.csv (R per pipeline, checkpoint, state and intervention), summary.csv (the means of
+            Appendix E), states/<pipeline>.json (the sampled states, restorable) and report/report.html.
+
+            Pipelines: --pipeline ZOO_NAME (its seeds; the last one guides), or
+            --pipeline NAME[@CHECKPOINT]=SOURCE,SOURCE,... with --guide [NAME=]SOURCE, or --runs DIR (written by
+            scripts/train_toybox.py: every checkpoint of every pipeline)."""
+        ),
+        formatter_class=raw,
+    )
+    robustness.add_argument("--env", help="a Gymnasium ID, e.g. rlwrappers/ToyboxBreakout-v0 or CartPole-v1")
+    robustness.add_argument(
+        "--pipeline",
+        action="append",
+        help="ZOO_NAME, or NAME[@CHECKPOINT]=SOURCE,SOURCE,... (zoo NAME@SEED or SB3 zips); repeat for more",
+    )
+    robustness.add_argument("--guide", action="append", help="[NAME=]SOURCE: the agent that samples the states")
+    robustness.add_argument("--runs", help="a directory written by scripts/train_toybox.py (its manifest.json)")
+    robustness.add_argument(
+        "--atari", action="store_true", help="give the agents SB3's Atari preprocessing (84x84 grayscale, 4 frames)"
+    )
+    robustness.add_argument(
+        "--intervention",
+        action="append",
+        help="a catalogue name or a one-line form such as 'paddle_width=40'; repeat (default: the game's catalogue)",
+    )
+    robustness.add_argument("--states", type=int, default=30, help="states sampled per pipeline (default: 30)")
+    robustness.add_argument("--seed", type=int, default=0, help="seeds the guide's game and the draws (default: 0)")
+    robustness.add_argument("--stochastic", action="store_true", help="agents sample their actions (t draws)")
+    robustness.add_argument("--draws", type=int, default=30, help="draws per state with --stochastic (default: 30)")
+    robustness.add_argument("--out", required=True, help="the output directory")
+    robustness.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    robustness.add_argument("--quiet", action="store_true", help="no progress lines")
+
     listing = commands.add_parser("list", help="list perturbed env IDs, perturbations, schedules and zoo agents")
     listing.add_argument("parts", nargs="*", metavar="PART", help=f"what to list: {', '.join(_PARTS)} (default: all)")
     return parser, listing
@@ -511,7 +645,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
     parser, listing = _parser()
     args = parser.parse_args(argv)
-    handlers: dict[str, Any] = {"demo": _demo, "evaluate": _evaluate, "sweep": _sweep, "report": _report}
+    handlers: dict[str, Any] = {
+        "demo": _demo,
+        "evaluate": _evaluate,
+        "sweep": _sweep,
+        "report": _report,
+        "robustness": _robustness,
+    }
     try:
         if args.command == "list":
             unknown = [p for p in args.parts if p not in _PARTS]

@@ -45,6 +45,7 @@ __all__ = [
     "pareto",
     "return_distributions",
     "robustness_heatmap",
+    "robustness_training",
     "rolling_mean",
     "sweep_curves",
     "sweep_measures",
@@ -641,4 +642,43 @@ def robustness_heatmap(
     ax.set_ylabel("intervention")
     if title:
         ax.set_title(title)
+    return fig
+
+
+def robustness_training(
+    matrices: Mapping[tuple[str, str], ArrayLike], returns: Mapping[tuple[str, str], float] | None = None
+) -> Figure | None:
+    """Seed 000's view along training (the right-hand column of Figures 3-4), one line per pipeline.
+
+    Against the checkpoints: the mean R under the interventions, the mean normalized R and, where known, the
+    mean return.
+
+    Args:
+        matrices: R of shape (states, interventions), null first, per (pipeline, checkpoint), checkpoints in
+            training order.
+        returns: the mean return per (pipeline, checkpoint), where known.
+
+    Returns:
+        The figure, or None when no pipeline has two checkpoints.
+    """
+    by_pipeline: dict[str, list[str]] = {}
+    for pipeline, checkpoint in matrices:
+        by_pipeline.setdefault(pipeline, []).append(checkpoint)
+    if all(len(checkpoints) < 2 for checkpoints in by_pipeline.values()):
+        return None
+    returns = returns or {}
+    labels = ["mean R under interventions", "mean normalized R"] + (["mean return"] if returns else [])
+    fig, axes = _row(len(labels), 4.0, 3.2)
+    for i, (pipeline, checkpoints) in enumerate(by_pipeline.items()):
+        r = [_check.finite_array("matrices", matrices[pipeline, c]) for c in checkpoints]
+        series = [[m[:, 1:].mean() for m in r], [(m[:, 1:] - m[:, :1]).mean() for m in r]]
+        if returns:
+            series.append([returns.get((pipeline, c), np.nan) for c in checkpoints])
+        for ax, values in zip(axes, series, strict=True):
+            ax.plot(checkpoints, values, marker="o", color=_colour(i), label=pipeline)
+    for ax, label in zip(axes, labels, strict=True):
+        ax.set_xlabel("checkpoint")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize="small")
     return fig

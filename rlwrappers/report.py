@@ -580,16 +580,9 @@ def _page(
             f"run the same evaluation again to finish them.</p><ul>{items}</ul></div>"
         )
     figures = _figures_html(images)
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{html.escape(title)}</title>
-<style>{_STYLE}</style>
-</head>
-<body>
-<h1>{html.escape(title)}</h1>
-{banner}
+    return _html_page(
+        title,
+        f"""{banner}
 <h2>What was run</h2>
 {_request_html(evaluation)}
 <h2>Summary</h2>
@@ -601,6 +594,22 @@ def _page(
 <h2>How to read the numbers</h2>
 {_EXPLANATION}
 <p><small>Written by rlwrappers {html.escape(__version__)} from {html.escape(str(evaluation.path))}.</small></p>
+""",
+    )
+
+
+def _html_page(title: str, body: str) -> str:
+    """A self-contained HTML page: ``title`` as its title and first heading, then ``body``."""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{html.escape(title)}</title>
+<style>{_STYLE}</style>
+</head>
+<body>
+<h1>{html.escape(title)}</h1>
+{body}
 </body>
 </html>
 """
@@ -690,3 +699,110 @@ def write_report(
     page = out / "report.html"
     page.write_text(_page(evaluation, summary, images, missing, section), encoding="utf-8")
     return page
+
+
+# -- offline robustness ----------------------------------------------------------------------------------
+_ROBUSTNESS_EXPLANATION: Final = """
+<p><b>R</b> (seed 000, Algorithm 1): at a state, each of the n agents of a pipeline picks an action; R = 1 - JSD /
+log2(n), where the JSD of the n one-hot choices is the entropy, in bits, of the histogram of their actions. R = 1
+when all agree, 0 when n agents take n different actions. Stochastic agents average R over t draws.</p>
+<p><b>Heatmaps</b>: one column per sampled state (in the order the guide played them), one row per intervention, the
+null intervention on top. <b>Normalized R</b> is <code>R(I_j(s)) - R(I_0(s))</code> (Appendix D): above 0 the agents
+agree more under the intervention than on the original state; its colour range is cut at +-0.5 and the title says
+how many cells lie beyond.</p>
+<p><b>Summary</b> (Appendix E): per pipeline and checkpoint, the mean R on the original states, the mean R under the
+interventions, and their difference.</p>
+"""
+
+
+def _file_label(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)
+
+
+def write_robustness_report(
+    measurement: Any, out_dir: str | os.PathLike[str] | None = None, *, limit: float = 0.5
+) -> Path:
+    """Writes an offline-robustness report: ``report.html`` with the heatmaps per pipeline and checkpoint.
+
+    Args:
+        measurement: an :class:`~rlwrappers.offline.Measurement` or the directory it was saved to.
+        out_dir: where to write (default: ``<directory>/report``, or ``./robustness-report``).
+        limit: the colour range of the normalized heatmaps, ``[-limit, limit]`` (Appendix D uses 0.5).
+
+    Writes ``report.html``, ``summary.csv``, ``r-<pipeline>-<checkpoint>.png`` and
+    ``normalized-<pipeline>-<checkpoint>.png``, and ``training.png`` when a pipeline has several checkpoints.
+
+    Returns:
+        The path of ``report.html``.
+    """
+    from rlwrappers.metrics.robustness import OVERALL, normalized_robustness
+    from rlwrappers.offline import Measurement
+
+    source = None
+    if not isinstance(measurement, Measurement):
+        if not isinstance(measurement, (str, os.PathLike)):
+            raise InvalidType(f"`measurement` must be a Measurement or its directory, received {measurement!r}")
+        source = Path(measurement)
+        measurement = Measurement.load(source)
+    out = Path(out_dir) if out_dir is not None else (source / "report" if source else Path("robustness-report"))
+    out.mkdir(parents=True, exist_ok=True)
+    summary = measurement.summary()
+    summary.to_csv(out / "summary.csv")
+    overall = summary.xs(OVERALL, level="intervention")
+    if measurement.returns:
+        overall = overall.assign(
+            **{"return": [measurement.returns.get(tuple(label.rsplit("@", 1)), np.nan) for label in overall.index]}
+        )
+    images: dict[str, tuple[str, str]] = {}
+    names = list(measurement.interventions)
+    for (pipeline, checkpoint), matrix in measurement.matrices.items():
+        states = [str(i) for i in measurement.samples[pipeline].indices]
+        label = _file_label(f"{pipeline}-{checkpoint}")
+        where = f"{pipeline} at {checkpoint}"
+        fig = plots.robustness_heatmap(matrix, states, names, title=f"R: {where}")
+        images[f"r-{label}.png"] = (f"R, {where}", _png(fig, out / f"r-{label}.png", None))
+        fig = plots.robustness_heatmap(
+            normalized_robustness(matrix), states, names, normalized=True, limit=limit, title=f"normalized R: {where}"
+        )
+        images[f"normalized-{label}.png"] = (f"normalized R, {where}", _png(fig, out / f"normalized-{label}.png", None))
+    training = plots.robustness_training(measurement.matrices, measurement.returns)
+    if training is not None:
+        images = {
+            "training.png": ("mean R and return per checkpoint", _png(training, out / "training.png", None)),
+            **images,
+        }
+    request = measurement.request
+    rows = "".join(
+        f"<tr><td>{html.escape(x['name'])}</td><td>{html.escape(x['guide'])}</td><td>"
+        + "<br>".join(html.escape(f"{k}: {', '.join(v)}") for k, v in x["checkpoints"].items())
+        + "</td></tr>"
+        for x in request.get("pipelines", [])
+    )
+    interventions = "".join(
+        f"<tr><td>{html.escape(x['name'])}</td><td><code>{html.escape(x['assignments'])}</code></td>"
+        f"<td>{html.escape(x['doc'])}</td></tr>"
+        for x in request.get("interventions", [])
+    )
+    settings = ", ".join(f"{k} = {request[k]}" for k in ("p", "seed", "stochastic", "t") if k in request)
+    title = f"Offline robustness: {request.get('env_id') or 'env'}"
+    page = _html_page(
+        title,
+        f"""<h2>What was measured</h2>
+<p>Env: <code>{html.escape(str(request.get("env", "?")))}</code>. {html.escape(settings)}.</p>
+<table><thead><tr><th>pipeline</th><th>guide (samples the states)</th><th>measured agents per checkpoint</th></tr>
+</thead><tbody>{rows}</tbody></table>
+<h2>Summary</h2>
+{_html_table(overall)}
+<h2>Figures</h2>
+{_figures_html(images)}
+<h2>Interventions</h2>
+<table><thead><tr><th>name</th><th>assignments</th><th>what it does</th></tr></thead>
+<tbody>{interventions}</tbody></table>
+<h2>How to read the numbers</h2>
+{_ROBUSTNESS_EXPLANATION.replace("+-0.5", f"+-{limit:g}")}
+<p><small>Written by rlwrappers {html.escape(__version__)}.</small></p>
+""",
+    )
+    path = out / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return path
