@@ -44,6 +44,7 @@ __all__ = [
     "paired_deltas",
     "pareto",
     "return_distributions",
+    "robustness_grid",
     "robustness_heatmap",
     "robustness_training",
     "rolling_mean",
@@ -642,6 +643,77 @@ def robustness_heatmap(
     ax.set_ylabel("intervention")
     if title:
         ax.set_title(title)
+    return fig
+
+
+def robustness_grid(
+    matrices: Mapping[tuple[str, str], ArrayLike],
+    returns: Mapping[tuple[str, str], float] | None = None,
+    *,
+    normalized: bool = False,
+    limit: float | None = None,
+) -> Figure:
+    """Seed 000's Figures 3-4: one row of heatmaps per pipeline, one column per checkpoint, returns on the right.
+
+    Each cell draws interventions (rows, the null one on top) against sampled states (columns), as
+    :func:`robustness_heatmap` does, on one colour scale for the whole grid.
+
+    Args:
+        matrices: R of shape (states, interventions), null first, per (pipeline, checkpoint), checkpoints in
+            training order.
+        returns: the mean return per (pipeline, checkpoint); when given, a last column plots it per pipeline.
+        normalized: draw ``R(I_j(s)) - R(I_0(s))`` (the null row left out) on a diverging scale.
+        limit: with ``normalized``, the colour range ``[-limit, limit]`` (the paper cuts at 0.5); the share of
+            cells beyond it goes into the title.
+    """
+    if not isinstance(matrices, Mapping) or not matrices:
+        raise InvalidArgument(f"`matrices` must map (pipeline, checkpoint) to R matrices, received {matrices!r}")
+    if limit is not None and not (isinstance(limit, (int, float)) and 0.0 < limit <= 1.0):
+        raise InvalidArgument(f"`limit` must lie in (0, 1], received {limit!r}")
+    pipelines: dict[str, list[str]] = {}
+    for pipeline, checkpoint in matrices:
+        pipelines.setdefault(pipeline, []).append(checkpoint)
+    columns = max(len(c) for c in pipelines.values())
+    known = returns or {}
+    extra = 1 if known else 0
+    figure_module = require("matplotlib.figure", purpose="plots")
+    fig = figure_module.Figure(
+        figsize=(2.6 * (columns + extra) + 1.0, 2.2 * len(pipelines) + 0.6), layout="constrained"
+    )
+    axes = fig.subplots(len(pipelines), columns + extra, squeeze=False)
+    bound = float(limit or 1.0)
+    shown_cells, beyond = 0, 0
+    image = None
+    for row, (pipeline, checkpoints) in enumerate(pipelines.items()):
+        for col in range(columns):
+            ax = axes[row][col]
+            if col >= len(checkpoints):
+                ax.set_axis_off()
+                continue
+            values = _check.finite_array("matrices", matrices[pipeline, checkpoints[col]])
+            if normalized:
+                shown = (values[:, 1:] - values[:, :1]).T
+                shown_cells += shown.size
+                beyond += int(np.sum(np.abs(shown) > bound))
+                image = ax.imshow(shown, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto", interpolation="nearest")
+            else:
+                image = ax.imshow(values.T, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_title(checkpoints[col], fontsize="small")
+            if col == 0:
+                ax.set_ylabel(pipeline)
+        if extra:
+            ax = axes[row][columns]
+            ax.plot(checkpoints, [known.get((pipeline, c), np.nan) for c in checkpoints], marker="o")
+            ax.set_title("mean return", fontsize="small")
+            ax.grid(True, alpha=0.3)
+    label = "normalized R" if normalized else "offline robustness R"
+    fig.colorbar(image, ax=[axes[r][c] for r in range(len(pipelines)) for c in range(columns)], label=label)
+    title = f"{label} per pipeline (rows) and checkpoint (columns): interventions x sampled states"
+    if normalized and beyond:
+        title += f" ({beyond / shown_cells:.1%} of cells beyond ±{bound:g})"
+    fig.suptitle(title, fontsize="medium")
     return fig
 
 

@@ -729,7 +729,8 @@ def write_robustness_report(
         out_dir: where to write (default: ``<directory>/report``, or ``./robustness-report``).
         limit: the colour range of the normalized heatmaps, ``[-limit, limit]`` (Appendix D uses 0.5).
 
-    Writes ``report.html``, ``summary.csv``, ``r-<pipeline>-<checkpoint>.png`` and
+    Writes ``report.html``, ``summary.csv``, ``grid-r.png`` and ``grid-normalized.png`` (every pipeline and
+    checkpoint in one figure, as Figures 3-4), ``r-<pipeline>-<checkpoint>.png`` and
     ``normalized-<pipeline>-<checkpoint>.png``, and ``training.png`` when a pipeline has several checkpoints.
 
     Returns:
@@ -765,6 +766,17 @@ def write_robustness_report(
             normalized_robustness(matrix), states, names, normalized=True, limit=limit, title=f"normalized R: {where}"
         )
         images[f"normalized-{label}.png"] = (f"normalized R, {where}", _png(fig, out / f"normalized-{label}.png", None))
+    grids = {
+        "grid-r.png": (
+            "R per pipeline and checkpoint (Figure 3)",
+            plots.robustness_grid(measurement.matrices, measurement.returns),
+        ),
+        "grid-normalized.png": (
+            "normalized R per pipeline and checkpoint (Figure 4)",
+            plots.robustness_grid(measurement.matrices, measurement.returns, normalized=True, limit=limit),
+        ),
+    }
+    images = {name: (caption, _png(fig, out / name, None)) for name, (caption, fig) in grids.items()} | images
     training = plots.robustness_training(measurement.matrices, measurement.returns)
     if training is not None:
         images = {

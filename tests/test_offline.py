@@ -246,7 +246,7 @@ def test_measure_matches_its_parts_and_is_deterministic(tmp_path: Path) -> None:
         np.testing.assert_array_equal(loaded.matrices[key], matrix)
     page = write_robustness_report(tmp_path)
     text = page.read_text()
-    assert "ppo-CartPole-v1-obs_noise" in text and text.count("<img") == 4
+    assert "ppo-CartPole-v1-obs_noise" in text and text.count("<img") == 6
     assert (tmp_path / "report" / "normalized-ppo-CartPole-v1-final.png").is_file()
 
 
@@ -263,11 +263,17 @@ def test_pipelines_are_checked() -> None:
         offline.read_runs("/nonexistent")
 
 
-def test_the_training_plot_needs_two_checkpoints() -> None:
+def test_the_plots_along_training() -> None:
     r = np.array([[1.0, 0.5], [0.5, 0.5]])
     assert plots.robustness_training({("a", "final"): r}) is None
     fig = plots.robustness_training({("a", "10"): r, ("a", "20"): r * 0 + 1}, {("a", "10"): 1.0, ("a", "20"): 3.0})
     assert fig is not None and len(fig.axes) == 3
+    matrices = {("a", "10"): r, ("a", "20"): r, ("b", "10"): r}
+    grid = plots.robustness_grid(matrices, {("a", "10"): 1.0}, normalized=True, limit=0.25)
+    assert len(grid.axes) == 2 * 3 + 1  # two pipelines x (two checkpoints + returns), and the colour bar
+    assert "beyond ±0.25" in grid._suptitle.get_text()  # type: ignore[union-attr]
+    with pytest.raises(InvalidArgument, match="`limit`"):
+        plots.robustness_grid(matrices, limit=2.0)
 
 
 # -- the command line ------------------------------------------------------------------------------------------
