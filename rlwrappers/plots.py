@@ -27,6 +27,7 @@ from rlwrappers.error import InvalidArgument, InvalidType
 from rlwrappers.metrics.did import difference_in_differences
 from rlwrappers.metrics.forecast import Forecast
 from rlwrappers.metrics.reproducibility import lcb, pareto_front
+from rlwrappers.metrics.saliency import SIMILARITIES, sanity_check_summary
 from rlwrappers.metrics.spectra import band_energy, difference_spectrum, log_spectrum
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ __all__ = [
     "robustness_grid",
     "robustness_heatmap",
     "robustness_training",
+    "sanity_check_curves",
     "rolling_mean",
     "sweep_curves",
     "sweep_measures",
@@ -753,4 +755,48 @@ def robustness_training(
         ax.set_ylabel(label)
         ax.grid(True, alpha=0.3)
     axes[0].legend(fontsize="small")
+    return fig
+
+
+_SIMILARITY_LABELS = {"spearman": "Spearman rank correlation", "ssim": "SSIM", "hog_pearson": "Pearson of HOGs"}
+
+
+def sanity_check_curves(tables: Mapping[str, pd.DataFrame], *, title: str = "") -> Figure:
+    """Mean similarity to the original maps against the randomized layer, one line per method (Figures 5-6).
+
+    Args:
+        tables: method -> its :func:`~rlwrappers.metrics.saliency.sanity_check` table; all from the same
+            agent's cascade.
+        title: the figure's title.
+    """
+    if not isinstance(tables, Mapping) or not tables:
+        raise InvalidType(f"`tables` must be a non-empty mapping of method -> sanity_check table, received {tables!r}")
+    summaries = {str(m): sanity_check_summary(t) for m, t in tables.items()}
+    layers = list(next(iter(summaries.values())).index.get_level_values("layer"))
+    for method, summary in summaries.items():
+        if list(summary.index.get_level_values("layer")) != layers:
+            raise InvalidArgument(f"`tables[{method!r}]` randomizes other layers than the first table: {layers}")
+    x = np.arange(len(layers))
+    fig, axes = _row(len(SIMILARITIES), 3.8, 3.4)
+    for ax, name in zip(axes, SIMILARITIES, strict=True):
+        ax.grid(True, alpha=0.3)
+        for i, (method, summary) in enumerate(summaries.items()):
+            ax.errorbar(
+                x,
+                summary[name],
+                yerr=summary[f"{name}_sem"].fillna(0.0),
+                label=method,
+                color=_colour(i),
+                marker="o",
+                markersize=3.5,
+                capsize=2.5,
+                linewidth=1.4,
+            )
+        ax.set_xticks(x, layers, rotation=45, ha="right", fontsize="x-small")
+        ax.set_xlabel("randomized down to layer")
+        ax.set_ylabel(_SIMILARITY_LABELS[name])
+        ax.set_ylim(min(-0.05, ax.get_ylim()[0]), 1.05)
+    axes[0].legend(fontsize="small")
+    if title:
+        fig.suptitle(title)
     return fig

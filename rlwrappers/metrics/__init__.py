@@ -1,5 +1,6 @@
 """Metrics over returns, logs and image observations, under their papers' names; pure functions, plotting kept apart."""
 
+from rlwrappers.metrics import saliency
 from rlwrappers.metrics.did import DiD, difference_in_differences
 from rlwrappers.metrics.forecast import Forecast, damped_trend_forecast, episode_series, significantly_better
 from rlwrappers.metrics.impact import MIN_SCORES, min_score, normalized_impact
@@ -38,6 +39,7 @@ from rlwrappers.metrics.spectra import (
 )
 
 __all__ = [
+    "saliency",
     "DISPERSION",
     "LPIPS",
     "DiD",
