@@ -594,3 +594,16 @@ def test_insertion_on_a_real_state_with_a_frame_difference_map(breakout_dqn) -> 
     assert row["q_black"] == pytest.approx(curve.auc) and row["advantage_black"] == pytest.approx(adv.auc)
     assert row == sal.insertion(agent, obs, saliency)
     assert all(np.isfinite(row[c]) for c in sal.INSERTION_COLUMNS)
+
+
+def test_insertion_on_a_vector_uncovers_one_feature_per_step() -> None:
+    # q_0 = 2 x_1 + x_3: uncovering feature 1 then 3 (then the rest) from black.
+    net = torch.nn.Linear(4, 2, bias=False)
+    with torch.no_grad():
+        net.weight.copy_(torch.tensor([[0.0, 2.0, 0.0, 1.0], [0.0, 0.0, 0.0, 0.0]]))
+    box = gym.spaces.Box(-10.0, 10.0, (4,), np.float32)
+    agent = TorchAgent(net, box, gym.spaces.Discrete(2), head="q_values")
+    obs = np.array([5.0, 1.0, 7.0, 1.0], np.float32)
+    curve = sal.insertion_curve(agent, obs, [0.0, 2.0, 0.1, 1.0], action=0, step=1)
+    np.testing.assert_allclose(curve.values, [0.0, 2 / 3, 1.0, 1.0, 1.0])
+    assert curve.auc == pytest.approx((0 / 2 + 2 / 3 + 1 + 1 + 1 / 2) / 4)

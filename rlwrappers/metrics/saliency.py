@@ -627,7 +627,12 @@ def _insertion_scores(
     layout: str | None,
 ) -> tuple[NDArray[np.float64], dict[str, NDArray[np.float64]]]:
     """The uncovered fractions and, per substrate, the scores of every insertion step, (K + 1, A)."""
-    s = _map(saliency, "saliency")
+    s = np.asarray(saliency, dtype=np.float64)
+    if s.ndim == 1:  # a vector observation's feature relevances: one "pixel" per feature
+        if not np.isfinite(s).all():
+            raise InvalidArgument("`saliency` must hold finite values")
+    else:
+        s = _map(s, "saliency")
     where = _layout(obs, s.shape, layout)
     step = _check.integer("step", step, minimum=1)
     batch_size = _check.integer("batch_size", batch_size, minimum=1)
@@ -642,7 +647,7 @@ def _insertion_scores(
         base = _substrate(obs, kind, bounds, substrate_rng)
         chunks = []
         for start in range(0, len(counts), batch_size):
-            shown = rank_map[None] < counts[start : start + batch_size, None, None]  # (b, H, W)
+            shown = rank_map[None] < counts[start : start + batch_size].reshape(-1, *([1] * s.ndim))  # (b, *map)
             shown = {"hw": shown, "chw": shown[:, None], "hwc": shown[..., None]}[where]
             batch = np.where(shown, obs[None], base[None])
             scores = np.asarray(score(batch), dtype=np.float64)
@@ -707,8 +712,9 @@ def insertion_curve(
     Args:
         score: ``score(batch) -> (N, A)`` action scores for a batch of observations (given in ``obs``'s dtype),
             or an :class:`Agent`, scored by :func:`scorer`.
-        obs: one observation: (H, W), channel-first (C, H, W) or channel-last (H, W, C).
-        saliency: its map, shape (H, W); larger means more relevant.
+        obs: one observation: (H, W), channel-first (C, H, W) or channel-last (H, W, C); or a vector (n,).
+        saliency: its map, shape (H, W), or (n,) for a vector (one feature per "pixel": pass ``step=1``);
+            larger means more relevant.
         action: the action the map explains (default: the highest-scoring action on ``obs``).
         substrate: "black" or "random".
         measure: "q" or "advantage".
