@@ -1,11 +1,12 @@
-"""The ``rlwrappers`` command line: ``demo``, ``evaluate``, ``sweep``, ``report``, ``robustness`` and ``list``.
+"""The ``rlwrappers`` command line: run evaluations, sweeps, offline robustness and saliency studies; report.
 
 ``rlwrappers demo`` evaluates a zoo agent under seed 002's six kinds of uncertainty and writes a report;
 ``rlwrappers evaluate`` does the same for any agents, env and shifts, and runs seed 001's causal
 (``--shift-at-episode``) and observational (``--observational``) protocols; ``rlwrappers sweep`` runs one
 perturbation at each value of one parameter; ``rlwrappers report RUN_DIR`` turns a run directory into tables,
 plots and one HTML page; ``rlwrappers robustness`` measures seed 000's offline robustness of training pipelines
-under interventions on game state; ``rlwrappers list`` prints the perturbed env IDs, the perturbations, the
+under interventions on game state; ``rlwrappers explain`` benchmarks seed 003's saliency maps on an agent's
+states; ``rlwrappers list`` prints the perturbed env IDs, the perturbations, the
 schedules and the zoo agents. ``rlwrappers COMMAND --help`` explains each.
 """
 
@@ -373,8 +374,8 @@ def _report_arguments(parser: argparse.ArgumentParser, *, skippable: bool = True
     )
 
 
-def _robustness_env(env_id: str, atari: bool) -> gym.Env[Any, Any]:
-    """The env as the measured agents see it."""
+def _make_env(env_id: str, atari: bool) -> gym.Env[Any, Any]:
+    """The env as the agents see it: ``env_id``, under SB3's Atari preprocessing if ``atari``."""
     import rlwrappers.envs  # noqa: F401  (registers the Toybox IDs)
 
     if importlib.util.find_spec("ale_py") is not None:
@@ -435,7 +436,7 @@ def _robustness(args: argparse.Namespace) -> int:
         if not args.env or not args.pipeline:
             raise InvalidArgument("give --env and at least one --pipeline, or --runs DIR")
         env_id, atari, pipelines = args.env, args.atari, _pipelines(args.pipeline, args.guide)
-    env = _robustness_env(env_id, atari)
+    env = _make_env(env_id, atari)
     interventions = args.intervention
     if not interventions:
         game = getattr(env.unwrapped, "game", None)
@@ -447,7 +448,7 @@ def _robustness(args: argparse.Namespace) -> int:
         f"{len(interventions)} interventions and the null one."
     )
     measurement = offline.measure(
-        lambda: _robustness_env(env_id, atari),
+        lambda: _make_env(env_id, atari),
         pipelines,
         interventions,
         p=args.states,
@@ -461,6 +462,47 @@ def _robustness(args: argparse.Namespace) -> int:
     print(f"Measurement: {out.resolve()}")
     if not args.no_report:
         print(f"Report: {write_robustness_report(measurement, out / 'report').resolve()}")
+    return 0
+
+
+def _method_params(methods: Sequence[str], values: Sequence[str] | None) -> dict[str, dict[str, Any]]:
+    """``--param METHOD.NAME=VALUE`` values as each method's parameters (values read as Python literals)."""
+    import ast
+
+    params: dict[str, dict[str, Any]] = {m: {} for m in methods}
+    for value in values or []:
+        key, sep, text = value.partition("=")
+        method, dot, name = key.partition(".")
+        if not sep or not dot:
+            raise InvalidArgument(f"--param must read METHOD.NAME=VALUE, e.g. rise.masks=3000; received {value!r}")
+        if method not in params:
+            raise InvalidArgument(f"--param {value!r} is for {method!r}, which is not among --method {list(params)}")
+        try:
+            params[method][name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            params[method][name] = text  # a bare word, such as slic or blur
+    return params
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from rlwrappers import explanations, saliency
+    from rlwrappers.agents import load
+    from rlwrappers.report import format_table, write_explanation_report
+
+    methods = args.method or list(saliency.METHODS)
+    params = _method_params(methods, args.param)
+    env = _make_env(args.env, args.atari)
+    agent = load(args.agent, observation_space=env.observation_space)
+    states = explanations.collect_states(
+        env, agent, args.states, seed=args.seed, select=args.select, threshold=args.threshold
+    )
+    print(f"Explaining {args.agent} on {len(states)} states of its game on {args.env}: {', '.join(methods)}.")
+    result = explanations.study(agent, states, params, sanity=min(args.sanity, len(states)), seed=args.seed)
+    out = result.save(args.out)
+    print(format_table(result.summary()))
+    print(f"Study: {out.resolve()}")
+    if not args.no_report:
+        print(f"Report: {write_explanation_report(result, out / 'report').resolve()}")
     return 0
 
 
@@ -636,6 +678,40 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     robustness.add_argument("--no-report", action="store_true", help="skip the HTML report")
     robustness.add_argument("--quiet", action="store_true", help="no progress lines")
 
+    explain = commands.add_parser(
+        "explain",
+        help="saliency maps of an agent on states of its own game, with the insertion metric and sanity checks",
+        description=textwrap.dedent(
+            """\
+            Seed 003's benchmark for one agent: it plays one game, STATES states are picked (at random or by
+            HIGHLIGHTS-DIV), and each --method (default: all five) explains every state. Writes maps.npz (the
+            states and maps), insertion.csv (the insertion metric's four AUCs and the seconds per map, per method
+            and state), sanity.csv (cascading randomization on the first --sanity states) and report/report.html
+            (maps over the frames, the tables, the sanity-check curves)."""
+        ),
+        formatter_class=raw,
+    )
+    explain.add_argument("--agent", required=True, help="a zoo name (NAME or NAME@SEED) or the path of an SB3 .zip")
+    explain.add_argument("--env", required=True, help="a Gymnasium ID, e.g. BreakoutNoFrameskip-v4 with --atari")
+    explain.add_argument(
+        "--atari", action="store_true", help="give the agent SB3's Atari preprocessing (84x84 grayscale, 4 frames)"
+    )
+    explain.add_argument(
+        "--method",
+        action="append",
+        help="occlusion, noise_sensitivity, rise, lime or sarfa; repeat for several (default: all five)",
+    )
+    explain.add_argument(
+        "--param", action="append", help="METHOD.NAME=VALUE, e.g. rise.masks=3000 or lime.segmentation=slic"
+    )
+    explain.add_argument("--states", type=int, default=100, help="states to explain (default: 100)")
+    explain.add_argument("--select", choices=("random", "highlights"), default="random", help="how states are picked")
+    explain.add_argument("--threshold", type=float, default=30.0, help="HIGHLIGHTS-DIV's diversity percentile")
+    explain.add_argument("--sanity", type=int, default=5, help="states that get the sanity check (default: 5)")
+    explain.add_argument("--seed", type=int, default=0, help="seeds the game, the picks and the methods' draws")
+    explain.add_argument("--out", required=True, help="the output directory")
+    explain.add_argument("--no-report", action="store_true", help="skip the HTML report")
+
     listing = commands.add_parser("list", help="list perturbed env IDs, perturbations, schedules and zoo agents")
     listing.add_argument("parts", nargs="*", metavar="PART", help=f"what to list: {', '.join(_PARTS)} (default: all)")
     return parser, listing
@@ -651,6 +727,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sweep": _sweep,
         "report": _report,
         "robustness": _robustness,
+        "explain": _explain,
     }
     try:
         if args.command == "list":

@@ -48,6 +48,7 @@ __all__ = [
     "robustness_grid",
     "robustness_heatmap",
     "robustness_training",
+    "saliency_grid",
     "sanity_check_curves",
     "rolling_mean",
     "sweep_curves",
@@ -799,4 +800,48 @@ def sanity_check_curves(tables: Mapping[str, pd.DataFrame], *, title: str = "") 
     axes[0].legend(fontsize="small")
     if title:
         fig.suptitle(title)
+    return fig
+
+
+def saliency_grid(states: ArrayLike, maps: Mapping[str, ArrayLike], *, count: int = 6) -> Figure:
+    """Saliency maps over the frames they explain: one row per state, one column per method.
+
+    Image observations show their last frame (the newest of a stack) in gray with the map over it, scaled
+    per map to its own range; vector observations show the map as one bar per feature.
+
+    Args:
+        states: the observations, shape (n, *observation shape).
+        maps: per method, the maps of those states, shape (n, H, W) or (n, features).
+        count: how many of the states (the first ones) to show.
+    """
+    from rlwrappers import images
+
+    xs = np.asarray(states)
+    if not isinstance(maps, Mapping) or not maps:
+        raise InvalidType(f"`maps` must be a non-empty mapping of method -> maps, received {maps!r}")
+    shown = min(_check.integer("count", count, minimum=1), len(xs))
+    values = {str(m): np.asarray(v, dtype=np.float64) for m, v in maps.items()}
+    for method, v in values.items():
+        if len(v) != len(xs):
+            raise InvalidArgument(f"`maps[{method!r}]` holds {len(v)} maps for {len(xs)} states")
+    vector = next(iter(values.values())).ndim == 2
+    layout = None if vector else images.infer_layout(xs.shape[1:])
+    figure_module = require("matplotlib.figure", purpose="plots")
+    fig = figure_module.Figure(figsize=(2.2 * len(values), 2.2 * shown), layout="constrained")
+    axes = fig.subplots(shown, len(values), squeeze=False)
+    for i in range(shown):
+        frame = None if layout is None else images.frames(xs[i], layout)[-1]
+        for j, (method, v) in enumerate(values.items()):
+            ax = axes[i][j]
+            if frame is None:
+                ax.bar(range(v.shape[1]), v[i], color=_colour(j))
+            else:
+                ax.imshow(frame, cmap="gray", interpolation="nearest")
+                ax.imshow(v[i], cmap="jet", alpha=0.5, interpolation="bilinear")
+                ax.set_xticks([])
+                ax.set_yticks([])
+            if i == 0:
+                ax.set_title(method, fontsize="small")
+            if j == 0:
+                ax.set_ylabel(f"state {i}", fontsize="small")
     return fig

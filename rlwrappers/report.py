@@ -137,7 +137,7 @@ def _cells(summary: pd.DataFrame) -> tuple[list[str], list[list[str]], int]:
     columns: list[list[str]] = [[str(v) for v in table[n]] for n in names]
     for column in summary.columns:
         values = np.asarray(table[column], dtype=np.float64)
-        if column in ("episodes", "seeds"):
+        if column in ("episodes", "seeds", "states"):
             columns.append([MISSING if not np.isfinite(v) else str(int(v)) for v in values])
         else:
             digits = _decimals(values)
@@ -812,6 +812,83 @@ def write_robustness_report(
 <tbody>{interventions}</tbody></table>
 <h2>How to read the numbers</h2>
 {_ROBUSTNESS_EXPLANATION.replace("+-0.5", f"+-{limit:g}")}
+<p><small>Written by rlwrappers {html.escape(__version__)}.</small></p>
+""",
+    )
+    path = out / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+# -- saliency maps ---------------------------------------------------------------------------------------
+_EXPLAIN_EXPLANATION: Final = """
+<p><b>Insertion metric</b> (seed 003, Section 3.3.2): from a fully perturbed state (black, or uniform random), 84
+pixels are uncovered per step in the map's order (LIME: whole superpixels by weight, pixels inside in random
+order) and the agent's output for the analysed action is measured. <b>q</b> divides the q-value (or logit) by
+its value on the state itself, so every curve ends at 1; <b>advantage</b> is q - mean(q), unnormalized. The AUC
+is the trapezoid rule over the uncovered fraction, from 0 to 1. Higher is better: the pixels the map ranks first
+restore the agent's output fastest.</p>
+<p><b>Sanity check</b> (Adebayo et al.): the agent's layers are re-initialized one after the other from the
+output layer down, and each randomized agent's map is compared with the original's by Spearman rank
+correlation, SSIM and the Pearson correlation of HOGs, each the larger of the map's and its negation's. Maps
+that depend on what the agent learned fall as layers are randomized; a map that stays similar does not explain
+the agent.</p>
+"""
+
+
+def write_explanation_report(study: Any, out_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Writes a saliency study's report: ``report.html`` with the maps, the insertion table and sanity curves.
+
+    Args:
+        study: an :class:`~rlwrappers.explanations.Study` or the directory it was saved to.
+        out_dir: where to write (default: ``<directory>/report``, or ``./explain-report``).
+
+    Writes ``report.html``, ``summary.csv`` (the insertion AUCs and seconds per map, per method),
+    ``maps.png`` (the first states' maps over their frames) and ``sanity.png`` when the study ran the check.
+
+    Returns:
+        The path of ``report.html``.
+    """
+    from rlwrappers.explanations import Study
+
+    source = None
+    if not isinstance(study, Study):
+        if not isinstance(study, (str, os.PathLike)):
+            raise InvalidType(f"`study` must be a Study or its directory, received {study!r}")
+        source = Path(study)
+        study = Study.load(source)
+    out = Path(out_dir) if out_dir is not None else (source / "report" if source else Path("explain-report"))
+    out.mkdir(parents=True, exist_ok=True)
+    summary = study.summary()
+    summary.to_csv(out / "summary.csv")
+    images = {
+        "maps.png": (
+            "saliency maps of the first states",
+            _png(plots.saliency_grid(study.states, study.maps), out / "maps.png", None),
+        )
+    }
+    if len(study.sanity):
+        tables = {method: table for method, table in study.sanity.groupby("method", sort=False)}
+        fig = plots.sanity_check_curves(tables, title="similarity to the original maps as layers are randomized")
+        images["sanity.png"] = ("sanity checks (Figures 5-6)", _png(fig, out / "sanity.png", None))
+    else:
+        (out / "sanity.png").unlink(missing_ok=True)
+    params = "".join(
+        f"<tr><td>{html.escape(method)}</td><td><code>{html.escape(format_call(method, dict(p)))}</code></td></tr>"
+        for method, p in study.params.items()
+    )
+    title = f"Saliency maps: {len(study.states)} states, {len(study.maps)} methods"
+    page = _html_page(
+        title,
+        f"""<h2>Insertion metric and time per map</h2>
+<p>Means over the states; higher AUC is better.</p>
+{_html_table(summary)}
+<h2>Figures</h2>
+{_figures_html(images)}
+<h2>Parameters</h2>
+<table><thead><tr><th>method</th><th>call</th></tr></thead><tbody>{params}</tbody></table>
+<h2>How to read the numbers</h2>
+{_EXPLAIN_EXPLANATION}
 <p><small>Written by rlwrappers {html.escape(__version__)}.</small></p>
 """,
     )

@@ -1,0 +1,101 @@
+"""Saliency studies (seed 003): states from an agent's game, maps, insertion metric, sanity checks, report, CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("skimage")
+
+from rlwrappers import cli, explanations, zoo
+from rlwrappers.error import InvalidArgument, UnknownName
+from rlwrappers.metrics import saliency as measures
+from rlwrappers.report import write_explanation_report
+
+DQN = Path(__file__).resolve().parents[2] / "shared" / "agents" / "dqn-BreakoutNoFrameskip-v4-seed0.zip"
+#: Fast settings of every method for tests (the defaults take about a second per Atari map).
+FAST = {
+    "occlusion": {"patch": 12},
+    "noise_sensitivity": {"radius": 12},
+    "rise": {"masks": 64},
+    "lime": {"segmentation": "slic", "samples": 64},
+    "sarfa": {"radius": 12},
+}
+
+
+def cartpole() -> tuple[gym.Env, object]:
+    return gym.make("CartPole-v1"), zoo.load("ppo-CartPole-v1")
+
+
+def test_states_are_picked_from_one_game() -> None:
+    env, agent = cartpole()
+    states = explanations.collect_states(env, agent, 6, seed=1)
+    assert states.shape == (6, 4)
+    np.testing.assert_array_equal(states, explanations.collect_states(env, agent, 6, seed=1))
+    assert not np.array_equal(states, explanations.collect_states(env, agent, 6, seed=2))
+    highlights = explanations.collect_states(env, agent, 6, seed=1, select="highlights", threshold=10.0)
+    assert 1 <= len(highlights) <= 6
+    with pytest.raises(InvalidArgument, match="decisions of the agent's game"):
+        explanations.collect_states(env, agent, 10, seed=0, max_steps=5)
+    with pytest.raises(UnknownName, match="`select`"):
+        explanations.collect_states(env, agent, 3, select="best")
+
+
+def test_a_study_matches_its_parts_and_round_trips(tmp_path: Path) -> None:
+    env, agent = cartpole()
+    states = explanations.collect_states(env, agent, 3, seed=0)
+    result = explanations.study(agent, states, {"occlusion": {}, "rise": {"masks": 50}}, sanity=0, seed=4)
+    assert result.maps["rise"].shape == (3, 4) and len(result.insertion) == 6 and result.sanity.empty
+    from rlwrappers import saliency
+
+    expected = saliency.rise(agent, states[1], masks=50, seed=4)
+    np.testing.assert_array_equal(result.maps["rise"][1], expected.values)
+    auc = measures.insertion(agent, states[1], expected.values, action=expected.action, step=1, seed=4 + 1)
+    row = result.insertion[(result.insertion["method"] == "rise") & (result.insertion["state"] == 1)].iloc[0]
+    assert row["q_black"] == auc["q_black"] and row["advantage_random"] == auc["advantage_random"]
+    assert list(result.summary().index) == ["occlusion", "rise"]
+
+    loaded = explanations.Study.load(result.save(tmp_path))
+    np.testing.assert_array_equal(loaded.maps["occlusion"], result.maps["occlusion"])
+    assert loaded.params["rise"]["masks"] == 50
+    page = write_explanation_report(tmp_path).read_text()
+    assert "rise" in page and "maps.png" in page
+    with pytest.raises(UnknownName, match="Did you mean `rise`"):
+        explanations.study(agent, states, ["rice"])
+
+
+@pytest.mark.slow
+def test_all_five_methods_and_the_sanity_check_on_the_breakout_dqn(tmp_path: Path) -> None:
+    if not DQN.exists():
+        pytest.skip(f"{DQN} is missing")
+    ale_py = pytest.importorskip("ale_py")
+    gym.register_envs(ale_py)
+    from rlwrappers.agents import load
+    from rlwrappers.sb3 import atari_wrapper
+
+    env = atari_wrapper(gym.make("BreakoutNoFrameskip-v4"))
+    agent = load(DQN, observation_space=env.observation_space)
+    states = explanations.collect_states(env, agent, 2, seed=0, max_steps=300)
+    result = explanations.study(agent, states, FAST, sanity=1, seed=0)
+    assert set(result.maps) == set(FAST) and all(m.shape == (2, 84, 84) for m in result.maps.values())
+    assert np.isfinite(result.insertion[list(measures.INSERTION_COLUMNS)].to_numpy()).all()
+    assert len(result.sanity) == len(FAST) * len(measures.randomization_layers(agent))
+    assert "lime" in result.segments
+    page = write_explanation_report(result, tmp_path)
+    assert (tmp_path / "sanity.png").is_file() and "sanity" in page.read_text()
+
+
+def test_the_command_line_explains_an_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["explain", "--agent", "ppo-CartPole-v1", "--env", "CartPole-v1", "--states", "3", "--method", "rise"]
+    assert cli.main([*args, "--method", "occlusion", "--param", "rise.masks=40", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "rise" in out and "Report:" in out
+    assert explanations.Study.load(tmp_path).params["rise"]["masks"] == 40
+    assert cli.main([*args, "--param", "masks=40", "--out", str(tmp_path / "x")]) == 2
+    assert "METHOD.NAME=VALUE" in capsys.readouterr().err
+    assert cli.main([*args, "--param", "lime.samples=40", "--out", str(tmp_path / "y")]) == 2
+    assert "not among --method" in capsys.readouterr().err
