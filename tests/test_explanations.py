@@ -99,3 +99,21 @@ def test_the_command_line_explains_an_agent(tmp_path: Path, capsys: pytest.Captu
     assert "METHOD.NAME=VALUE" in capsys.readouterr().err
     assert cli.main([*args, "--param", "lime.samples=40", "--out", str(tmp_path / "y")]) == 2
     assert "not among --method" in capsys.readouterr().err
+
+
+def test_the_parameter_search_picks_the_best_set_within_the_budget() -> None:
+    env, agent = cartpole()
+    states = explanations.collect_states(env, agent, 4, seed=0)
+    grid = {"masks": [20, 200], "p": [0.3, 0.7]}
+    search = explanations.parameter_search(agent, states, "rise", grid, budget=10.0, seed=1)
+    assert len(search.table) == 4 * 4 and len(search.scores) == 4
+    assert search.chosen.name == search.scores.index[0] and search.best in [
+        {"masks": m, "p": p} for m in (20, 200) for p in (0.3, 0.7)
+    ]
+    expected = measures.standardized_scores(search.table, by="params")
+    assert search.scores["score"].tolist() == expected["score"].tolist()
+    with pytest.raises(InvalidArgument, match="no parameter set takes"):
+        explanations.parameter_search(agent, states, "rise", {"masks": [20]}, budget=0.0)
+    with pytest.raises(InvalidArgument, match="non-empty list"):
+        explanations.parameter_search(agent, states, "rise", {"masks": 20})
+    assert explanations.scaled_budget(agent, states) > 0
