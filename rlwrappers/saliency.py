@@ -28,7 +28,10 @@ Perturbed observations are float and are not rounded back to the observation's d
 
 **Batching.** Every method builds its perturbed observations in batches of ``batch_size`` and runs each batch
 through the network in one forward pass under ``torch.no_grad()``: a map costs one forward pass for the
-original observation and ``ceil(perturbations / batch_size)`` more.
+original observation and ``ceil(perturbations / batch_size)`` more. Occlusion on a network that is a chain of
+Conv2d, elementwise activations, Flatten and Linear layers (SB3's Nature CNN) does less: one clean pass keeps
+every activation, and each patch recomputes only the activations whose receptive field it touches (see
+:func:`occlusion`), about five times faster than the plain batched pass for 4 x 4 patches.
 
 Every function returns a :class:`SaliencyMap`; :data:`METHODS` names them and :func:`explain` calls one by
 name. The defaults are the parameters the paper settled on for Atari after its tuning (Section 3.4.3).
@@ -47,7 +50,7 @@ import gymnasium as gym
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rlwrappers import _check, images
+from rlwrappers import _check, _incremental, images
 from rlwrappers._optional import require
 from rlwrappers.agents import Agent
 from rlwrappers.error import (
@@ -392,6 +395,7 @@ def occlusion(
     action: int | None = None,
     layout: str | None = None,
     batch_size: int = BATCH_SIZE,
+    incremental: bool | None = None,
 ) -> SaliencyMap:
     """Occlusion Sensitivity (Zeiler and Fergus, 2014): the score's drop when a patch is painted over.
 
@@ -406,6 +410,22 @@ def occlusion(
     score, as the paper's text says, so a map is constant over each patch. On a vector a patch is a window of
     ``patch`` consecutive features.
 
+    **Incremental forward.** A patch changes a small window of the frame, and in a convolutional network only
+    the activations whose receptive field touches it change. When the agent's network is a chain of ``Conv2d``
+    layers, elementwise activations (ReLU, Tanh, ...), one ``Flatten`` and ``Linear`` layers (SB3's
+    ``NatureCNN`` under DQN's q-network or an actor-critic's action head, or a
+    :class:`~rlwrappers.agents.TorchAgent` whose module is a ``torch.nn.Sequential`` of such layers), the
+    network runs once on the observation, keeping every layer's input; then for each patch every convolution
+    computes only the output window its changed input window reaches (on the crop of the window and the
+    receptive field's margin, all patches of a batch as one convolution), and the first ``Linear`` layer runs
+    on its clean input with each window pasted in. The agent's own preprocessing (SB3 divides uint8 frames by
+    255) and transpose apply as in its forward pass. The scores equal the plain forward pass's up to float
+    rounding (about 1e-6 relative); on the Nature-DQN a patch-4 map costs about a quarter of the plain batched
+    one (``benchmarks/bench_saliency.py``). ``incremental=None`` (the default) takes this path whenever the
+    network fits it and the plain batched forward pass otherwise (pooling, residual connections,
+    normalization layers, hooks, a custom ``forward``, a vector observation); ``True`` requires it and raises,
+    naming what does not fit, when the network does not; ``False`` always runs the plain batched forward pass.
+
     Args:
         agent: an agent with a Discrete action space.
         obs: one observation: an image or a 1-D vector.
@@ -417,6 +437,9 @@ def occlusion(
         action: the analysed action (default: the greedy one).
         layout: the image's layout (default: inferred from its shape).
         batch_size: perturbed observations per forward pass.
+        incremental: score the patches with the incremental forward pass: None (whenever the network fits
+            it), True (always; raises :class:`~rlwrappers.error.InvalidArgument` when the network does not fit
+            it) or False (never: the plain batched forward pass).
 
     Example:
         >>> import gymnasium as gym, numpy as np, torch
@@ -441,6 +464,7 @@ def occlusion(
     fill = _color(agent, color)
     softmax = _check_bool("softmax", softmax)
     batch_size = _check.integer("batch_size", batch_size, minimum=1)
+    chain = _occlusion_chain(agent, inp, incremental)
     inp = _scored(agent, inp)
 
     starts = [np.arange(0, n, stride) for n in inp.size]
@@ -459,16 +483,61 @@ def occlusion(
         m = _expand(masks, inp.layout)
         return np.asarray(inp.x * (1.0 - m) + np.float32(fill) * m, dtype=np.float32)
 
-    drops = _target(inp.scores, inp.target, softmax) - _target(
-        _evaluate(agent, total, make, batch_size), inp.target, softmax
-    )
-    total_drop, count = np.zeros(inp.size), np.zeros(inp.size)
-    for k, corner in enumerate(zip(*corners(np.arange(total)), strict=True)):
-        window = tuple(slice(c, c + patch) for c in corner)
-        total_drop[window] += drops[k]
-        count[window] += 1
+    if chain is None:
+        perturbed = _evaluate(agent, total, make, batch_size)
+    else:
+        run = chain.run(inp.x)
+        parts = []
+        for start in range(0, total, batch_size):
+            tops, values = _occluded_windows(
+                inp, np.stack(corners(np.arange(start, min(start + batch_size, total))), 1), patch, fill
+            )
+            parts.append(run.scores(tops, values))
+        perturbed = np.concatenate(parts)
+    drops = _target(inp.scores, inp.target, softmax) - _target(perturbed, inp.target, softmax)
+    # Each pixel averages the drops of the patches covering it; per axis, cover[k, i] says whether patch k covers i.
+    cover = [
+        ((s[:, None] <= np.arange(n)) & (np.arange(n) < s[:, None] + patch)).astype(np.float64)
+        for s, n in zip(starts, inp.size, strict=True)
+    ]
+    if len(cover) == 1:
+        total_drop, count = cover[0].T @ drops, cover[0].sum(axis=0)
+    else:
+        total_drop = cover[0].T @ drops.reshape(grid) @ cover[1]
+        count = np.outer(cover[0].sum(axis=0), cover[1].sum(axis=0))
     params = {"patch": patch, "stride": stride, "color": fill, "softmax": softmax}
     return _result("occlusion", inp, total_drop / count, params)
+
+
+def _occlusion_chain(agent: Agent, inp: _Input, incremental: Any) -> _incremental.Chain | None:
+    """The chain the incremental forward pass walks, or None for the plain batched forward pass."""
+    if incremental is not None:
+        incremental = _check_bool("incremental", incremental)
+    if incremental is False:
+        return None
+    chain, why = _incremental.decompose(agent, inp.layout)
+    if chain is None and incremental:
+        raise InvalidArgument(f"`incremental=True` needs a network the incremental forward pass can split, but {why}")
+    return chain
+
+
+def _occluded_windows(
+    inp: _Input, corners: NDArray[np.int64], patch: int, fill: float
+) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+    """For patches at ``corners`` (B, 2): patch x patch windows inside the frame holding them, and their values.
+
+    A patch cut at the right or bottom border lies in the window that ends at the border; the window's pixels
+    outside the patch keep the observation's values.
+    """
+    tops = np.minimum(corners, np.array(inp.size) - patch)
+    rows, cols = tops[:, :1] + np.arange(patch), tops[:, 1:] + np.arange(patch)  # (B, patch) each
+    occluded = (rows >= corners[:, :1])[:, :, None] & (cols >= corners[:, 1:])[:, None, :]  # (B, patch, patch)
+    if inp.layout == "chw":
+        window = np.moveaxis(inp.x[:, rows[:, :, None], cols[:, None, :]], 0, 1)
+    else:  # "hwc" ("hw" frames have no channel axis for a Conv2d and never reach here)
+        window = inp.x[rows[:, :, None], cols[:, None, :]]
+    values = np.where(_expand(occluded, inp.layout), np.float32(fill), window)
+    return tops, np.asarray(values, dtype=np.float32)
 
 
 def _color(agent: Agent, color: Any) -> float:
