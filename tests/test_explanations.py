@@ -16,7 +16,9 @@ from rlwrappers.error import InvalidArgument, UnknownName
 from rlwrappers.metrics import saliency as measures
 from rlwrappers.report import write_explanation_report
 
-DQN = Path(__file__).resolve().parents[2] / "shared" / "agents" / "dqn-BreakoutNoFrameskip-v4-seed0.zip"
+AGENTS = Path(__file__).resolve().parents[2] / "shared" / "agents"
+DQN = AGENTS / "dqn-BreakoutNoFrameskip-v4-seed0.zip"
+PPO = AGENTS / "ppo-BreakoutNoFrameskip-v4-seed0.zip"
 #: Fast settings of every method for tests (the defaults take about a second per Atari map).
 FAST = {
     "occlusion": {"patch": 12},
@@ -68,17 +70,22 @@ def test_a_study_matches_its_parts_and_round_trips(tmp_path: Path) -> None:
         explanations.study(agent, states, ["rice"])
 
 
-@pytest.mark.slow
-def test_all_five_methods_and_the_sanity_check_on_the_breakout_dqn(tmp_path: Path) -> None:
-    if not DQN.exists():
-        pytest.skip(f"{DQN} is missing")
+def breakout(path: Path) -> tuple[gym.Env, object]:
+    if not path.exists():
+        pytest.skip(f"{path} is missing")
     ale_py = pytest.importorskip("ale_py")
     gym.register_envs(ale_py)
     from rlwrappers.agents import load
     from rlwrappers.sb3 import atari_wrapper
 
     env = atari_wrapper(gym.make("BreakoutNoFrameskip-v4"))
-    agent = load(DQN, observation_space=env.observation_space)
+    return env, load(path, observation_space=env.observation_space)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", [DQN, PPO], ids=["dqn", "ppo"])
+def test_all_five_methods_and_the_sanity_check_on_the_breakout_agents(path: Path, tmp_path: Path) -> None:
+    env, agent = breakout(path)
     states = explanations.collect_states(env, agent, 2, seed=0, max_steps=300)
     result = explanations.study(agent, states, FAST, sanity=1, seed=0)
     assert set(result.maps) == set(FAST) and all(m.shape == (2, 84, 84) for m in result.maps.values())
@@ -117,3 +124,15 @@ def test_the_parameter_search_picks_the_best_set_within_the_budget() -> None:
     with pytest.raises(InvalidArgument, match="non-empty list"):
         explanations.parameter_search(agent, states, "rise", {"masks": 20})
     assert explanations.scaled_budget(agent, states) > 0
+
+
+@pytest.mark.slow
+def test_occlusion_maps_of_the_trained_dqn_lose_similarity_as_its_layers_are_randomized() -> None:
+    env, agent = breakout(DQN)
+    states = explanations.collect_states(env, agent, 3, seed=0, max_steps=300)
+    table = explanations.study(agent, states, ["occlusion"], sanity=3, seed=0).sanity
+    means = table.groupby("level")[list(measures.SIMILARITIES)].mean()
+    assert len(means) == len(measures.randomization_layers(agent))
+    for similarity in measures.SIMILARITIES:
+        assert means[similarity].iloc[-1] < means[similarity].iloc[0], similarity  # all layers vs the output layer
+        assert means[similarity].iloc[-1] < 0.8, similarity
