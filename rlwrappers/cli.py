@@ -497,7 +497,14 @@ def _explain(args: argparse.Namespace) -> int:
         env, agent, args.states, seed=args.seed, select=args.select, threshold=args.threshold
     )
     print(f"Explaining {args.agent} on {len(states)} states of its game on {args.env}: {', '.join(methods)}.")
-    result = explanations.study(agent, states, params, sanity=min(args.sanity, len(states)), seed=args.seed)
+    result = explanations.study(
+        agent,
+        states,
+        params,
+        sanity=min(args.sanity, len(states)),
+        seed=args.seed,
+        progress=None if args.quiet else print,
+    )
     out = result.save(args.out)
     print(format_table(result.summary()))
     print(f"Study: {out.resolve()}")
@@ -711,6 +718,7 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     explain.add_argument("--seed", type=int, default=0, help="seeds the game, the picks and the methods' draws")
     explain.add_argument("--out", required=True, help="the output directory")
     explain.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    explain.add_argument("--quiet", action="store_true", help="no progress lines")
 
     listing = commands.add_parser("list", help="list perturbed env IDs, perturbations, schedules and zoo agents")
     listing.add_argument("parts", nargs="*", metavar="PART", help=f"what to list: {', '.join(_PARTS)} (default: all)")

@@ -23,7 +23,7 @@ import inspect
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -221,6 +221,7 @@ def study(
     *,
     sanity: int = 5,
     seed: int = 0,
+    progress: Callable[[str], None] | None = None,
 ) -> Study:
     """Every method's map of every state, timed, with its insertion metric and, on ``sanity`` states, its sanity check.
 
@@ -232,6 +233,7 @@ def study(
             observations only (the similarities compare 2-D maps). 0 skips it.
         seed: seeds the methods that draw (RISE, LIME: every state with the same seed), the insertion metric's
             random substrate and order (state i with ``seed + i``) and the randomized layers.
+        progress: called with a line of text as each method finishes.
     """
     pandas = require("pandas", purpose="saliency studies")
     chosen = _methods(methods)
@@ -265,6 +267,12 @@ def study(
         params[method] = dict(results[0].params)
         if image and sanity:
             checks.append(_sanity_check(agent, batch[:sanity], method, {**given, **drawn}, seed).assign(method=method))
+        if progress is not None:
+            per_map = float(np.mean([row["seconds"] for row in rows if row["method"] == method]))
+            progress(
+                f"{method}: {len(batch)} maps, {per_map:.3f} s per map"
+                + (f", sanity check on {sanity}" if image and sanity else "")
+            )
     columns = ["method", "state", "action", *measures.INSERTION_COLUMNS, "seconds"]
     sanity_table = (
         pandas.concat(checks, ignore_index=True)[["method", "state", "level", "layer", *measures.SIMILARITIES]]
