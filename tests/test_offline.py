@@ -310,29 +310,25 @@ def test_the_command_line_measures_zoo_pipelines(tmp_path: Path, capsys: pytest.
     assert "no intervention catalogue" in capsys.readouterr().err
 
 
+def train_toybox(out: Path) -> None:
+    """Runs scripts/train_toybox.py on a tiny budget: A2C, three seeds, checkpoints at 128 and 256 steps."""
+    script = str(ROOT / "scripts" / "train_toybox.py")
+    budget = ["--seeds", "3", "--timesteps", "256", "--checkpoints", "128,256", "--algos", "a2c", "--workers", "1"]
+    subprocess.run([sys.executable, script, *budget, "--out", str(out)], check=True, capture_output=True)
+
+
 @pytest.mark.slow
 def test_trained_toybox_pipelines_are_measured_at_every_checkpoint(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "scripts" / "train_toybox.py"),
-            "--seeds",
-            "3",
-            "--timesteps",
-            "256",
-            "--checkpoints",
-            "128,256",
-            "--algos",
-            "a2c",
-            "--workers",
-            "1",
-            "--out",
-            str(runs),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    train_toybox(runs)
+    train_toybox(tmp_path / "again")  # the same seeds train the same weights
+    import torch
+    from stable_baselines3 import A2C
+
+    for seed in range(3):
+        first = A2C.load(runs / "a2c" / f"seed{seed}" / "step256.zip", device="cpu").policy.state_dict()
+        second = A2C.load(tmp_path / "again" / "a2c" / f"seed{seed}" / "step256.zip", device="cpu").policy.state_dict()
+        assert all(torch.equal(first[k], second[k]) for k in first)
     env_id, atari, pipelines = offline.read_runs(runs)
     assert env_id == BREAKOUT and atari and [p.name for p in pipelines] == ["a2c"]
     assert list(pipelines[0].checkpoints) == ["128", "256"] and pipelines[0].guide.endswith("seed2/step256.zip")
