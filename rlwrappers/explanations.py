@@ -295,7 +295,7 @@ def _sanity_check(agent: Agent, states: NDArray[Any], method: str, params: dict[
             result = saliency.explain(agent, obs, method, **params)
             analysed.append(result.action)
             return result.values
-        return saliency.explain(explained, obs, method, **params, action=analysed[-1]).values
+        return saliency.explain(explained, obs, method, **{**params, "action": analysed[-1]}).values
 
     return measures.sanity_check(explain, agent, states, seed=seed)
 
