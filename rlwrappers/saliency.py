@@ -31,7 +31,8 @@ through the network in one forward pass under ``torch.no_grad()``: a map costs o
 original observation and ``ceil(perturbations / batch_size)`` more. Occlusion on a network that is a chain of
 Conv2d, elementwise activations, Flatten and Linear layers (SB3's Nature CNN) does less: one clean pass keeps
 every activation, and each patch recomputes only the activations whose receptive field it touches (see
-:func:`occlusion`), about five times faster than the plain batched pass for 4 x 4 patches.
+:func:`occlusion`), about five times faster than the plain batched pass for 4 x 4 patches; the black discs of
+Noise Sensitivity and SARFA are scored the same way.
 
 Every function returns a :class:`SaliencyMap`; :data:`METHODS` names them and :func:`explain` calls one by
 name. The defaults are the parameters the paper settled on for Atari after its tuning (Section 3.4.3).
@@ -464,7 +465,7 @@ def occlusion(
     fill = _color(agent, color)
     softmax = _check_bool("softmax", softmax)
     batch_size = _check.integer("batch_size", batch_size, minimum=1)
-    chain = _occlusion_chain(agent, inp, incremental)
+    chain = _chain(agent, inp, incremental)
     inp = _scored(agent, inp)
 
     starts = [np.arange(0, n, stride) for n in inp.size]
@@ -509,8 +510,12 @@ def occlusion(
     return _result("occlusion", inp, total_drop / count, params)
 
 
-def _occlusion_chain(agent: Agent, inp: _Input, incremental: Any) -> _incremental.Chain | None:
-    """The chain the incremental forward pass walks, or None for the plain batched forward pass."""
+def _chain(agent: Agent, inp: _Input, incremental: Any) -> _incremental.Chain | None:
+    """The chain the incremental forward pass walks, or None for the plain batched forward pass.
+
+    ``incremental``: None picks the incremental pass where the network allows it, True demands it, False
+    refuses it.
+    """
     if incremental is not None:
         incremental = _check_bool("incremental", incremental)
     if incremental is False:
@@ -532,11 +537,30 @@ def _occluded_windows(
     tops = np.minimum(corners, np.array(inp.size) - patch)
     rows, cols = tops[:, :1] + np.arange(patch), tops[:, 1:] + np.arange(patch)  # (B, patch) each
     occluded = (rows >= corners[:, :1])[:, :, None] & (cols >= corners[:, 1:])[:, None, :]  # (B, patch, patch)
+    values = np.where(_expand(occluded, inp.layout), np.float32(fill), _windows(inp, rows, cols))
+    return tops, np.asarray(values, dtype=np.float32)
+
+
+def _windows(inp: _Input, rows: NDArray[np.int64], cols: NDArray[np.int64]) -> NDArray[np.float32]:
+    """The observation's values in each window, rows (B, M) by columns (B, N): (B, C, M, N) or (B, M, N, C)."""
     if inp.layout == "chw":
-        window = np.moveaxis(inp.x[:, rows[:, :, None], cols[:, None, :]], 0, 1)
-    else:  # "hwc" ("hw" frames have no channel axis for a Conv2d and never reach here)
-        window = inp.x[rows[:, :, None], cols[:, None, :]]
-    values = np.where(_expand(occluded, inp.layout), np.float32(fill), window)
+        return np.moveaxis(inp.x[:, rows[:, :, None], cols[:, None, :]], 0, 1)
+    # "hwc" ("hw" frames have no channel axis for a Conv2d and never reach here)
+    return inp.x[rows[:, :, None], cols[:, None, :]]
+
+
+def _disc_windows(
+    inp: _Input, centres: NDArray[np.int64], radius: int
+) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+    """For black discs of ``radius`` at ``centres`` (B, 2): the windows holding them and their values.
+
+    Each window is 2r + 1 wide (shifted inside the frame at its borders); the disc's pixels are set to 0.
+    """
+    side = np.minimum(2 * radius + 1, np.array(inp.size))
+    tops = np.clip(centres - radius, 0, np.array(inp.size) - side)
+    rows, cols = tops[:, :1] + np.arange(side[0]), tops[:, 1:] + np.arange(side[1])
+    d2 = (rows - centres[:, :1])[:, :, None] ** 2 + (cols - centres[:, 1:])[:, None, :] ** 2
+    values = np.where(_expand(d2 <= radius * radius, inp.layout), np.float32(0.0), _windows(inp, rows, cols))
     return tops, np.asarray(values, dtype=np.float32)
 
 
@@ -563,6 +587,39 @@ def _check_bool(name: str, value: Any) -> bool:
 
 
 # -- 2. Noise Sensitivity and SARFA's perturbation ---------------------------------------------------------
+def _circle_scores(
+    agent: Agent, inp: _Input, radius: int, variant: str, incremental: Any, batch_size: int
+) -> tuple[NDArray[np.float64], Callable[[NDArray[np.float64]], NDArray[np.float64]]]:
+    """The scores of Noise Sensitivity's and SARFA's perturbed observations, and the function making the map.
+
+    Black discs on an image are local, so where the network allows it they are scored incrementally (as
+    occlusion's patches are, see :func:`occlusion`); blurred circles reach the whole frame and always take the
+    plain batched pass.
+    """
+    total, make, to_map = _circle_perturbations(inp, radius, variant)
+    chain = _chain(agent, inp, incremental) if variant == "black" and inp.layout is not None else None
+    if chain is None:
+        return _evaluate(agent, total, make, batch_size), to_map
+    h, w = inp.size
+    cy, cx = np.arange(0, h, radius), np.arange(0, w, radius)
+    run = chain.run(inp.x)
+    parts = []
+    for start in range(0, total, batch_size):
+        iy, ix = np.unravel_index(np.arange(start, min(start + batch_size, total)), (len(cy), len(cx)))
+        parts.append(run.scores(*_disc_windows(inp, np.stack([cy[iy], cx[ix]], 1), radius)))
+    return np.concatenate(parts), to_map
+
+
+def _check_incremental(incremental: Any, variant: str, inp: _Input) -> None:
+    if incremental is None:
+        return
+    if _check_bool("incremental", incremental) and (variant != "black" or inp.layout is None):
+        raise InvalidArgument(
+            "`incremental=True` needs black discs on an image (variant='black'); blurred circles and vectors "
+            "take the plain batched pass"
+        )
+
+
 def _circle_perturbations(
     inp: _Input, radius: int, variant: str
 ) -> tuple[int, Callable[[int, int], NDArray[np.float32]], Callable[[NDArray[np.float64]], NDArray[np.float64]]]:
@@ -634,6 +691,7 @@ def noise_sensitivity(
     action: int | None = None,
     layout: str | None = None,
     batch_size: int = BATCH_SIZE,
+    incremental: bool | None = None,
 ) -> SaliencyMap:
     """Noise Sensitivity (Greydanus et al., 2018): how much blurring a small circle moves the agent's scores.
 
@@ -663,6 +721,9 @@ def noise_sensitivity(
         action: the analysed action (default: the greedy one); only ``chosen_action`` uses it.
         layout: the image's layout (default: inferred from its shape).
         batch_size: perturbed observations per forward pass.
+        incremental: for black discs on an image, score only what each disc changes, as :func:`occlusion` does
+            (None: where the network allows it; True: required; False: the plain batched pass). Blurred
+            circles reach the whole frame and always take the plain pass.
     """
     inp = _prepare(agent, obs, layout, action)
     radius = _check_radius(radius, inp)
@@ -670,9 +731,9 @@ def noise_sensitivity(
     chosen_action = _check_bool("chosen_action", chosen_action)
     softmax = _check_bool("softmax", softmax)
     batch_size = _check.integer("batch_size", batch_size, minimum=1)
+    _check_incremental(incremental, variant, inp)
     inp = _scored(agent, inp)
-    total, make, to_map = _circle_perturbations(inp, radius, variant)
-    perturbed = _evaluate(agent, total, make, batch_size)
+    perturbed, to_map = _circle_scores(agent, inp, radius, variant, incremental, batch_size)
     if chosen_action:
         relevance = _target(inp.scores, inp.target, softmax) - _target(perturbed, inp.target, softmax)
     else:
@@ -959,6 +1020,7 @@ def sarfa(
     action: int | None = None,
     layout: str | None = None,
     batch_size: int = BATCH_SIZE,
+    incremental: bool | None = None,
 ) -> SaliencyMap:
     """SARFA (Puri et al., 2020): specific and relevant feature attribution.
 
@@ -981,14 +1043,16 @@ def sarfa(
         action: the analysed action (default: the greedy one).
         layout: the image's layout (default: inferred from its shape).
         batch_size: perturbed observations per forward pass.
+        incremental: as for :func:`noise_sensitivity`.
     """
     inp = _prepare(agent, obs, layout, action)
     radius = _check_radius(radius, inp)
     variant = _check.choice("variant", variant, VARIANTS)
     batch_size = _check.integer("batch_size", batch_size, minimum=1)
+    _check_incremental(incremental, variant, inp)
     inp = _scored(agent, inp)
-    total, make, to_map = _circle_perturbations(inp, radius, variant)
-    relevance = _sarfa_relevance(inp.scores, _evaluate(agent, total, make, batch_size), inp.target)
+    perturbed, to_map = _circle_scores(agent, inp, radius, variant, incremental, batch_size)
+    relevance = _sarfa_relevance(inp.scores, perturbed, inp.target)
     return _result("sarfa", inp, to_map(relevance), {"radius": radius, "variant": variant})
 
 

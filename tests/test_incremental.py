@@ -273,3 +273,37 @@ def test_fresh_actor_critic_policy(breakout: tuple[gym.Env, np.ndarray]) -> None
     assert_maps_match(agent, obs, patch=7)
     separate = A2C("CnnPolicy", env, policy_kwargs={"share_features_extractor": False}, seed=1, device="cpu")
     assert_scores_match(SB3Agent(separate), obs, (3, 9), fill=255.0, layout="chw")
+
+
+# -- black discs of Noise Sensitivity and SARFA ----------------------------------------------------------------
+def assert_disc_maps_match(method: str, agent: Agent, obs: np.ndarray, **params: Any) -> None:
+    explain = getattr(saliency, method)
+    fast = explain(agent, obs, variant="black", incremental=True, **params)
+    plain = explain(agent, obs, variant="black", incremental=False, **params)
+    assert fast.action == plain.action
+    np.testing.assert_allclose(fast.values, plain.values, rtol=1e-4, atol=1e-6 * max(1.0, np.abs(plain.values).max()))
+
+
+@pytest.mark.parametrize("name", sorted(NETS))
+@pytest.mark.parametrize("radius", [1, 3, 8])
+def test_black_discs_score_incrementally(name: str, radius: int) -> None:
+    """Discs cut by the borders (centres on the edge rows and columns) and discs wider than a stride."""
+    agent = torch_agent(NETS[name]())
+    assert_disc_maps_match("noise_sensitivity", agent, frame(), radius=radius)
+    assert_disc_maps_match("noise_sensitivity", agent, frame(1), radius=radius, chosen_action=True)
+    assert_disc_maps_match("sarfa", agent, frame(), radius=radius)
+
+
+def test_black_discs_on_the_real_dqn(dqn: Agent, breakout: tuple[gym.Env, np.ndarray]) -> None:
+    assert_disc_maps_match("sarfa", dqn, breakout[1], radius=2)
+    assert_disc_maps_match("noise_sensitivity", dqn, breakout[1], radius=5)
+
+
+def test_only_black_discs_on_images_can_be_incremental() -> None:
+    agent = torch_agent(NETS["padded"]())
+    with pytest.raises(InvalidArgument, match="black discs on an image"):
+        saliency.noise_sensitivity(agent, frame(), variant="blur", incremental=True)
+    with pytest.raises(InvalidType, match="`incremental` must be a bool"):
+        saliency.sarfa(agent, frame(), incremental="yes")  # type: ignore[arg-type]
+    blurred = saliency.noise_sensitivity(agent, frame(), radius=4)  # the plain pass, chosen by itself
+    assert blurred.values.shape == frame().shape[1:]
