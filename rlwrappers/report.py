@@ -715,6 +715,23 @@ interventions, and their difference.</p>
 """
 
 
+def _opened(name: str, value: Any, kind: Any, out_dir: str | os.PathLike[str] | None, default: str) -> tuple[Any, Path]:
+    """``value`` as a ``kind`` (loaded with ``kind.load`` when it is its directory) and the report's directory.
+
+    The report goes to ``out_dir``, else ``<directory>/report`` when ``value`` was a directory, else ``./default``;
+    it is created if needed.
+    """
+    source = None
+    if not isinstance(value, kind):
+        if not isinstance(value, (str, os.PathLike)):
+            raise InvalidType(f"`{name}` must be a {kind.__name__} or its directory, received {value!r}")
+        source = Path(value)
+        value = kind.load(source)
+    out = Path(out_dir) if out_dir is not None else (source / "report" if source else Path(default))
+    out.mkdir(parents=True, exist_ok=True)
+    return value, out
+
+
 def _file_label(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in text)
 
@@ -739,14 +756,7 @@ def write_robustness_report(
     from rlwrappers.metrics.robustness import OVERALL, normalized_robustness
     from rlwrappers.offline import Measurement
 
-    source = None
-    if not isinstance(measurement, Measurement):
-        if not isinstance(measurement, (str, os.PathLike)):
-            raise InvalidType(f"`measurement` must be a Measurement or its directory, received {measurement!r}")
-        source = Path(measurement)
-        measurement = Measurement.load(source)
-    out = Path(out_dir) if out_dir is not None else (source / "report" if source else Path("robustness-report"))
-    out.mkdir(parents=True, exist_ok=True)
+    measurement, out = _opened("measurement", measurement, Measurement, out_dir, "robustness-report")
     summary = measurement.summary()
     summary.to_csv(out / "summary.csv")
     overall = summary.xs(OVERALL, level="intervention")
@@ -851,14 +861,7 @@ def write_explanation_report(study: Any, out_dir: str | os.PathLike[str] | None 
     """
     from rlwrappers.explanations import Study
 
-    source = None
-    if not isinstance(study, Study):
-        if not isinstance(study, (str, os.PathLike)):
-            raise InvalidType(f"`study` must be a Study or its directory, received {study!r}")
-        source = Path(study)
-        study = Study.load(source)
-    out = Path(out_dir) if out_dir is not None else (source / "report" if source else Path("explain-report"))
-    out.mkdir(parents=True, exist_ok=True)
+    study, out = _opened("study", study, Study, out_dir, "explain-report")
     summary = study.summary()
     summary.to_csv(out / "summary.csv")
     images = {
