@@ -4,11 +4,13 @@ Toybox Breakout under SB3's Atari preprocessing (84 x 84 grayscale, 4 stacked fr
 policies (SB3's ``CnnPolicy``, seeds 0-9), 30 states sampled from one game of an 11th, and 40 interventions
 (Breakout's catalogue of 39 and a wider paddle), plus the null one.
 
-- **measurement**: ``offline.observations`` (for every state, intervention and stacked frame: make the
-  intervention on the JSON state, write it into the game, render the frame, warp it to 84 x 84, stack) and
-  ``robustness_matrix`` (one forward pass per agent over all 1,230 observations, then R);
-- **baseline**: the restores alone (writing the same 4,920 intervened JSON states, made beforehand) plus one
-  batched forward pass per agent over the same observations.
+- **measurement**: ``offline.observations`` (for every intervention and every distinct state of the sampled
+  histories: make the intervention on the JSON state, write it into the game, render the frame, warp it to
+  84 x 84; then stack each history's frames) and ``robustness_matrix`` (one forward pass per agent over all
+  1,230 observations, then R);
+- **baseline**: the restores alone (writing the same intervened JSON states, made beforehand: each distinct
+  state of the histories under each intervention, as the measurement writes them) plus one batched forward
+  pass per agent over the same observations.
 
 Run: python benchmarks/bench_offline_robustness.py
 """
@@ -50,15 +52,16 @@ def main() -> bool:
     resolved = interventions.resolve(env, names)[1]
     fresh = atari_wrapper(gym.make(ENV_ID))
     game = fresh.unwrapped
+    distinct = list({id(state): state for sampled in sample.states for state in sampled.history}.values())
     written = [
-        state if iv is None else interventions.apply(state, iv)
-        for iv in (None, *resolved)
-        for sampled in sample.states
-        for state in sampled.history
+        state if iv is None else interventions.apply(state, iv) for iv in (None, *resolved) for state in distinct
     ]
     seen = offline.observations(fresh, sample, names)
     flat = seen.reshape(-1, *seen.shape[2:])
-    print(f"{len(agents)} agents, {len(sample)} states, {len(names)} interventions: {len(flat)} observations")
+    print(
+        f"{len(agents)} agents, {len(sample)} states, {len(names)} interventions: {len(flat)} observations; "
+        f"{len(written)} intervened states written ({len(distinct)} distinct states in the histories)"
+    )
 
     def measurement() -> int:
         robustness_matrix(agents, offline.observations(fresh, sample, names))

@@ -37,6 +37,7 @@ from rlwrappers._optional import require
 from rlwrappers.agents import Agent, check_compatible
 from rlwrappers.error import InvalidArgument, InvalidType, MissingFile, UnknownName, did_you_mean
 from rlwrappers.metrics import saliency as measures
+from rlwrappers.offline import play_game
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -102,17 +103,7 @@ def collect_states(
     select = _check.choice("select", select, SELECTIONS)
     check_compatible(agent, env)
     act_rng, pick_rng = (np.random.default_rng([seed, k]) for k in (0, 1))
-    obs, _ = env.reset(seed=seed)
-    stream = [np.asarray(obs)]
-    while len(stream) < max_steps:
-        obs, _, terminated, truncated, _ = env.step(agent.act_one(obs, act_rng))
-        if terminated or truncated:
-            ale = getattr(env.unwrapped, "ale", None)
-            if truncated or ale is None or ale.game_over():
-                break
-            obs, _ = env.reset()
-        stream.append(np.asarray(obs))
-    states = np.stack(stream)
+    states = np.stack([np.asarray(obs) for obs, _ in play_game(env, agent, act_rng, seed=seed, max_steps=max_steps)])
     if n > len(states):
         raise InvalidArgument(f"`n` must be <= {len(states)}, the decisions of the agent's game; received {n}")
     if select == "random":

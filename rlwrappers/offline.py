@@ -6,9 +6,11 @@ trajectory of an agent that is not among those measured (Algorithm 3), under eac
 
 1. :func:`sample_states` plays one game with the guide agent, keeps a cheap native snapshot of the game at
    every decision (Toybox's ``clone_state``), draws p of them uniformly and turns only those into JSON
-   states: a :class:`StateSample`, saved and loaded as one JSON file.
+   states: a :class:`StateSample`, saved and loaded as one JSON file that holds each distinct state once.
 2. :func:`observations` writes each sampled state, under each intervention (the null one first), into a
-   fresh env and renders the observation the agents see there: an array of shape (m + 1, p, *obs).
+   fresh env and renders the observation the agents see there: an array of shape (m + 1, p, *obs). A state
+   that several histories share (they overlap, and repeat a life's first state) is written and rendered once
+   per intervention.
 3. :func:`~rlwrappers.metrics.robustness.robustness_matrix` runs one forward pass per agent over all of it.
 
 **What an agent sees at a written state.** An agent's env is the game under wrappers; the observation of a
@@ -40,7 +42,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -69,6 +71,7 @@ __all__ = [
     "StateSample",
     "measure",
     "observations",
+    "play_game",
     "read_runs",
     "render",
     "sample_states",
@@ -76,7 +79,7 @@ __all__ = [
 ]
 
 #: The version of the file :meth:`StateSample.save` writes.
-FORMAT: Final = 1
+FORMAT: Final = 2
 #: The file in a measurement's directory that says what was measured.
 REQUEST_FILE: Final = "robustness.json"
 #: The longest game :func:`sample_states` plays by default, in decisions (ALE's 108,000 frames at frame skip 4).
@@ -134,6 +137,11 @@ class StateSample:
         """Writes the sample to ``path`` as JSON (see :meth:`load`); returns the path."""
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
+        pool: dict[int, int] = {}  # each distinct state once: histories overlap and repeat at a life's start
+        for s in self.states:
+            for state in s.history:
+                pool.setdefault(id(state), len(pool))
+        unique = {id(state): state for s in self.states for state in s.history}
         data = {
             "format": FORMAT,
             "env_id": self.env_id,
@@ -141,7 +149,8 @@ class StateSample:
             "seed": self.seed,
             "length": self.length,
             "frames": self.frames,
-            "states": [{"index": s.index, "history": list(s.history)} for s in self.states],
+            "pool": [unique[key] for key in pool],
+            "states": [{"index": s.index, "history": [pool[id(state)] for state in s.history]} for s in self.states],
         }
         out.write_text(json.dumps(data, separators=(",", ":")) + "\n")
         return out
@@ -166,9 +175,13 @@ class StateSample:
             raise InvalidArgument(f"{str(source)!r} is not a state sample of format {FORMAT}, received {found!r}")
         try:
             frames = int(data["frames"])
-            states = tuple(SampledState(int(item["index"]), tuple(item["history"])) for item in data["states"])
+            pool = data["pool"]
+            states = tuple(
+                SampledState(int(item["index"]), tuple(pool[int(i)] for i in item["history"]))
+                for item in data["states"]
+            )
             sample = cls(states, frames, int(data["length"]), int(data["seed"]), data["env_id"], str(data["guide"]))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise InvalidArgument(f"{str(source)!r} is not a complete state sample: {exc!r}") from None
         for k, s in enumerate(sample.states):
             if len(s.history) != frames or not all(isinstance(h, dict) for h in s.history):
@@ -215,9 +228,8 @@ class _Renderer:
             obs = wrapper.observation(obs)
         return obs
 
-    def observation(self, history: Sequence[dict[str, Any]]) -> Any:
-        """The agent's observation at the last state of ``history`` (one state per stacked frame)."""
-        frames = [self.frame(state) for state in history]
+    def stack(self, frames: Sequence[Any]) -> Any:
+        """The agent's observation from the frames of its history's states (one per stacked frame)."""
         obs = np.stack(frames) if self.frames > 1 else frames[0]
         for wrapper in self._on_stack:
             obs = wrapper.observation(obs)
@@ -244,10 +256,29 @@ class _Snapshots:
         return self.state.state_json()
 
 
-def _plays_on(env: gym.Env[Any, Any], truncated: bool) -> bool:
-    """Whether the game goes on after an episode ended: a life was lost, and the game is not over."""
-    ale = getattr(env.unwrapped, "ale", None)
-    return not truncated and ale is not None and not ale.game_over()
+def play_game(
+    env: gym.Env[Any, Any], agent: Agent, rng: np.random.Generator | None, *, seed: int, max_steps: int
+) -> Iterator[tuple[Any, bool]]:
+    """The agent plays one game of ``env``: yields the observation of each decision and whether it starts a life.
+
+    The game starts with ``env.reset(seed=seed)``. Where a lost life ends an episode (SB3's Atari preprocessing)
+    and the game is not over, ``env.reset()`` goes on with the next life; the game ends when it is over, when
+    it is truncated, or after ``max_steps`` decisions. The env is in each decision's state while its observation
+    is yielded. A stochastic agent draws from ``rng``.
+    """
+    obs, _ = env.reset(seed=seed)
+    new_life = True
+    for decision in range(max_steps):
+        yield obs, new_life
+        if decision + 1 == max_steps:
+            return
+        obs, _, terminated, truncated, _ = env.step(agent.act_one(obs, rng))
+        new_life = terminated or truncated
+        if new_life:
+            ale = getattr(env.unwrapped, "ale", None)
+            if truncated or ale is None or ale.game_over():
+                return
+            obs, _ = env.reset()
 
 
 def sample_states(
@@ -287,20 +318,10 @@ def sample_states(
     check_compatible(agent, env)
     snapshots = _Snapshots(renderer.state)
     act_rng, draw_rng = (np.random.default_rng([seed, k]) for k in (0, 1))
-    obs, _ = env.reset(seed=seed)
     life_start: list[int] = []  # per decision, the first decision of its life
-    start = 0
-    while True:
+    for _, new_life in play_game(env, agent, act_rng, seed=seed, max_steps=max_steps):
         snapshots.take()
-        life_start.append(start)
-        if len(life_start) == max_steps:
-            break
-        obs, _, terminated, truncated, _ = env.step(agent.act_one(obs, act_rng))
-        if terminated or truncated:
-            if not _plays_on(env, truncated):
-                break
-            obs, _ = env.reset()
-            start = len(life_start)
+        life_start.append(len(life_start) if new_life else life_start[-1])
     length = len(life_start)
     picks = np.sort(draw_rng.integers(0, length, size=p))
     states = []
@@ -360,15 +381,11 @@ def observations(
     if not sample.states:
         raise InvalidArgument("`sample` holds no states")
     env.reset(seed=sample.seed)
-    out: NDArray[Any] | None = None
-    for j, intervention in enumerate((None, *resolved)):
-        for k, sampled in enumerate(sample.states):
-            obs = _render(renderer, sampled, intervention, k)
-            if out is None:
-                out = np.empty((len(resolved) + 1, len(sample), *np.shape(obs)), dtype=np.asarray(obs).dtype)
-            out[j, k] = obs
-    assert out is not None
-    return out
+    out = []
+    for intervention in (None, *resolved):
+        frames: dict[int, Any] = {}  # per distinct state (histories share states): rendered once
+        out.append(np.stack([_render(renderer, s, intervention, k, frames) for k, s in enumerate(sample.states)]))
+    return np.stack(out)
 
 
 def render(env: gym.Env[Any, Any], sampled: SampledState, intervention: Intervention | str | None = None) -> Any:
@@ -387,10 +404,22 @@ def render(env: gym.Env[Any, Any], sampled: SampledState, intervention: Interven
     return _render(renderer, sampled, resolved, sampled.index)
 
 
-def _render(renderer: _Renderer, sampled: SampledState, intervention: Intervention | None, k: int) -> Any:
-    history = sampled.history if intervention is None else [iv_module.apply(s, intervention) for s in sampled.history]
+def _render(
+    renderer: _Renderer,
+    sampled: SampledState,
+    intervention: Intervention | None,
+    k: int,
+    frames: dict[int, Any] | None = None,
+) -> Any:
+    """The observation at ``sampled`` under ``intervention``; ``frames`` keeps each state's frame by identity."""
+    frames = {} if frames is None else frames
     try:
-        return renderer.observation(history)
+        for state in sampled.history:
+            if id(state) not in frames:
+                frames[id(state)] = renderer.frame(
+                    state if intervention is None else iv_module.apply(state, intervention)
+                )
+        return renderer.stack([frames[id(state)] for state in sampled.history])
     except (InvalidArgument, InvalidType) as exc:
         made = "no intervention" if intervention is None else f"intervention `{intervention.name}`"
         raise type(exc)(

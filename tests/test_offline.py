@@ -148,7 +148,7 @@ def test_a_sample_saves_and_loads_and_bad_files_fail(tmp_path: Path) -> None:
     with pytest.raises(MissingFile, match="no state sample"):
         offline.StateSample.load(tmp_path / "nothing.json")
     (tmp_path / "bad.json").write_text('{"format": 99}')
-    with pytest.raises(InvalidArgument, match="format 1"):
+    with pytest.raises(InvalidArgument, match="format 2"):
         offline.StateSample.load(tmp_path / "bad.json")
     data = json.loads(path.read_text())
     data["frames"] = 2
