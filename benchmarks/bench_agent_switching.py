@@ -20,7 +20,7 @@ from _timing import report
 from mpe2 import simple_spread_v3
 
 from rlwrappers.agents import CallableAgent
-from rlwrappers.multiagent import AgentSwitch
+from rlwrappers.wrappers.multiagent import AgentSwitch
 
 STEPS = 500
 N = 5

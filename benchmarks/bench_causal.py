@@ -30,6 +30,7 @@ import torch
 from _timing import report
 
 import rlwrappers as rw
+from rlwrappers.studies import Execution, Timing
 
 LEVELS = [f"reward_noise(std={s})" for s in (0.1, 0.2, 0.3, 0.4, 0.5)]
 #: (agent, env, episodes per run)
@@ -39,7 +40,16 @@ WORKLOADS = (("ppo-Catch-v0", "rlwrappers/Catch-v0", 40), ("ppo-CartPole-v1", "C
 def _compare(agent: str, env_id: str, episodes: int, root: Path, runs: Iterator[int]) -> bool:
     def evaluate(shifts: list[str], **options: object) -> int:
         out = root / str(next(runs))
-        rw.evaluate(agent, env_id, shifts, episodes=episodes, seeds=1, out=out, workers=1, progress=False, **options)
+        rw.evaluate(
+            agent,
+            env_id,
+            shifts,
+            episodes=episodes,
+            seeds=1,
+            out=out,
+            **options,
+            execution=Execution(workers=1, progress=False),
+        )
         shutil.rmtree(out)
         return 1
 
@@ -48,8 +58,10 @@ def _compare(agent: str, env_id: str, episodes: int, root: Path, runs: Iterator[
         f"{agent} on {env_id}: {len(LEVELS)} shift levels from episode {half} of {episodes}, against one bare run",
         {
             "one bare run": lambda: evaluate([]),
-            "causal sweep, pre-shift shared": lambda: evaluate(LEVELS, shift_at=half),
-            "causal sweep, every episode played": lambda: evaluate(LEVELS, shift_at=half, share_pre_shift=False),
+            "causal sweep, pre-shift shared": lambda: evaluate(LEVELS, timing=Timing(shift_at=half)),
+            "causal sweep, every episode played": lambda: evaluate(
+                LEVELS, timing=Timing(shift_at=half, share_pre_shift=False)
+            ),
         },
         limits={"causal sweep, pre-shift shared": 4.0},
         rounds=5,

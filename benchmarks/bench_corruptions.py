@@ -22,7 +22,7 @@ import numpy as np
 from _timing import paired
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
-from rlwrappers.corruptions import perspective_directions
+from rlwrappers.functional.corruptions import perspective_directions
 from rlwrappers.wrappers.corruption import JPEG, BrightnessContrast, MedianBlur, Perspective, Rotate, Translate
 
 gym.register_envs(ale_py)

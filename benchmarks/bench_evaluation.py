@@ -22,7 +22,8 @@ from stable_baselines3 import PPO
 
 import rlwrappers as rw
 from rlwrappers.agents import SB3Agent
-from rlwrappers.evaluation import episode_seed
+from rlwrappers.studies import Execution
+from rlwrappers.studies.design import episode_seed
 
 EPISODES = 40
 
@@ -68,8 +69,7 @@ def main() -> bool:
             episodes=EPISODES,
             seeds=[0],
             out=f"{tmp}/{next(calls)}",
-            workers=1,
-            progress=False,
+            execution=Execution(workers=1, progress=False),
         )
         return int(result.episodes()["length"].sum())
 

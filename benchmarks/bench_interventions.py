@@ -19,9 +19,10 @@ import sys
 import gymnasium as gym
 from _timing import report
 from rlwrappers.envs import ToyboxEnv
+from rlwrappers.envs.toybox import interventions as catalogues
 
 import rlwrappers  # noqa: F401  (registers the Toybox IDs)
-from rlwrappers import interventions
+from rlwrappers.state import interventions as iv
 
 CALLS = 20
 #: One catalogue intervention per game, and the frames played before the timed state.
@@ -42,7 +43,7 @@ def main() -> bool:
         for t in range(WARMUP):
             env.step(t % env.action_space.n)
         snapshot = env.clone_state()
-        intervention = interventions.get(game, name)
+        intervention = catalogues.get(game, name)
 
         def bare(env: ToyboxEnv = env, snapshot: object = snapshot) -> int:
             for _ in range(CALLS):
@@ -54,11 +55,11 @@ def main() -> bool:
             env: ToyboxEnv = env,
             snapshot: object = snapshot,
             render: bool = False,
-            intervention: interventions.Intervention = intervention,
+            intervention: iv.Intervention = intervention,
         ) -> int:
             for _ in range(CALLS):
                 env.restore_state(snapshot)
-                env.write_state_json(interventions.apply(env.state_json(), intervention))
+                env.write_state_json(iv.apply(env.state_json(), intervention))
                 if render:
                     env.observe()
             return CALLS

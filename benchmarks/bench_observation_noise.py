@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 from _timing import report
 
-from rlwrappers import transforms
+from rlwrappers.functional import noise
 
 gym.register_envs(ale_py)
 
@@ -46,7 +46,7 @@ def main() -> bool:
             np.clip(frame + noise, 0, 255).astype(np.uint8)
         return CALLS
 
-    table_noise = transforms.TableNoise(STD, "gaussian")  # what ObservationNoise keeps for uint8 frames
+    table_noise = noise.TableNoise(STD, "gaussian")  # what ObservationNoise keeps for uint8 frames
 
     def table() -> int:
         for _ in range(CALLS):

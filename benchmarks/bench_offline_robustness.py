@@ -4,7 +4,7 @@ Toybox Breakout under SB3's Atari preprocessing (84 x 84 grayscale, 4 stacked fr
 policies (SB3's ``CnnPolicy``, seeds 0-9), 30 states sampled from one game of an 11th, and 40 interventions
 (Breakout's catalogue of 39 and a wider paddle), plus the null one.
 
-- **measurement**: ``offline.observations`` (for every intervention and every distinct state of the sampled
+- **measurement**: ``states.observations`` (for every intervention and every distinct state of the sampled
   histories: make the intervention on the JSON state, write it into the game, render the frame, warp it to
   84 x 84; then stack each history's frames) and ``robustness_matrix`` (one forward pass per agent over all
   1,230 observations, then R);
@@ -23,11 +23,13 @@ import gymnasium as gym
 import rlwrappers.envs  # noqa: F401  (registers the Toybox IDs)
 import torch
 from _timing import report
+from rlwrappers.envs.toybox import interventions as catalogues
 
-from rlwrappers import interventions, offline
 from rlwrappers.agents import SB3Agent
-from rlwrappers.metrics.robustness import robustness_matrix
-from rlwrappers.sb3 import atari_wrapper
+from rlwrappers.studies import states
+from rlwrappers.studies.offline import robustness_matrix
+from rlwrappers.wrappers import state as state_wrappers
+from rlwrappers.wrappers.atari import atari_wrapper
 
 AGENTS = 10
 STATES = 30
@@ -47,16 +49,14 @@ def main() -> bool:
     torch.set_num_threads(2)
     env = atari_wrapper(gym.make(ENV_ID))
     agents = [cnn_agent(env, seed) for seed in range(AGENTS)]
-    sample = offline.sample_states(env, cnn_agent(env, AGENTS), p=STATES, seed=0)
-    names = [iv.name for iv in interventions.catalogue("breakout", defined=False)] + ["paddle_width=40"]
-    resolved = interventions.resolve(env, names)[1]
+    sample = states.sample_states(env, cnn_agent(env, AGENTS), p=STATES, seed=0)
+    names = [iv.name for iv in catalogues.catalogue("breakout", defined=False)] + ["paddle_width=40"]
+    resolved = state_wrappers.resolve(env, names)[1]
     fresh = atari_wrapper(gym.make(ENV_ID))
     game = fresh.unwrapped
     distinct = list({id(state): state for sampled in sample.states for state in sampled.history}.values())
-    written = [
-        state if iv is None else interventions.apply(state, iv) for iv in (None, *resolved) for state in distinct
-    ]
-    seen = offline.observations(fresh, sample, names)
+    written = [state if iv is None else iv.apply(state, iv) for iv in (None, *resolved) for state in distinct]
+    seen = states.observations(fresh, sample, names)
     flat = seen.reshape(-1, *seen.shape[2:])
     print(
         f"{len(agents)} agents, {len(sample)} states, {len(names)} interventions: {len(flat)} observations; "
@@ -64,7 +64,7 @@ def main() -> bool:
     )
 
     def measurement() -> int:
-        robustness_matrix(agents, offline.observations(fresh, sample, names))
+        robustness_matrix(agents, states.observations(fresh, sample, names))
         return 1
 
     def baseline() -> int:

@@ -16,6 +16,7 @@ import time
 import torch
 
 import rlwrappers as rw
+from rlwrappers.studies import Execution
 from rlwrappers.zoo import UNCERTAINTIES
 
 SHIFTS = [*UNCERTAINTIES["CartPole-v1"].values(), "sticky_action(p=0.25)"]
@@ -25,7 +26,13 @@ ROUNDS = 3
 def sweep(workers: int, out: str) -> float:
     start = time.perf_counter()
     result = rw.evaluate(
-        "ppo-CartPole-v1", "CartPole-v1", SHIFTS, episodes=4, seeds=2, out=out, workers=workers, progress=False
+        "ppo-CartPole-v1",
+        "CartPole-v1",
+        SHIFTS,
+        episodes=4,
+        seeds=2,
+        out=out,
+        execution=Execution(workers=workers, progress=False),
     )
     took = time.perf_counter() - start
     assert len(result.index) == 16 and result.complete

@@ -48,8 +48,10 @@ import numpy as np
 import torch
 from _timing import paired
 
-from rlwrappers import _incremental, agents, saliency, sb3
-from rlwrappers.agents import Agent, SB3Agent
+from rlwrappers.agents import Agent, SB3Agent, load_sb3
+from rlwrappers.explain import incremental as incremental_pass
+from rlwrappers.explain import maps
+from rlwrappers.wrappers import atari
 
 gym.register_envs(ale_py)
 
@@ -97,12 +99,12 @@ PAPER: list[tuple[str, dict[str, Any], float]] = [
 
 def setup() -> tuple[Agent, np.ndarray, str]:
     """The DQN, a real Breakout frame stack and a line describing the agent."""
-    env = sb3.atari_wrapper(gym.make("BreakoutNoFrameskip-v4"))
+    env = atari.atari_wrapper(gym.make("BreakoutNoFrameskip-v4"))
     obs, _ = env.reset(seed=0)
     for t in range(30):
         obs, *_ = env.step(1 if t < 2 else t % 4)
     if AGENT.exists():
-        return agents.load(AGENT, observation_space=env.observation_space), np.asarray(obs), f"trained {AGENT.name}"
+        return load_sb3(AGENT, observation_space=env.observation_space), np.asarray(obs), f"trained {AGENT.name}"
     from stable_baselines3 import DQN
 
     model = DQN("CnnPolicy", env, buffer_size=1, learning_starts=0, seed=0, device="cpu")
@@ -176,8 +178,8 @@ Work = Callable[[], Any]
 
 def occlusion_arms(agent: Agent, obs: np.ndarray) -> tuple[bool, Work]:
     """Arms 1 and 2; returns whether their limits hold and the incremental arm."""
-    fast = saliency.occlusion(agent, obs, patch=PATCH)
-    plain = saliency.occlusion(agent, obs, patch=PATCH, incremental=False)
+    fast = maps.occlusion(agent, obs, patch=PATCH)
+    plain = maps.occlusion(agent, obs, patch=PATCH, incremental=False)
     print(f"incremental map - plain map: max |diff| {np.abs(fast.values - plain.values).max():.2e}")
     one, batched, incremental = (
         "occlusion, one forward per perturbed frame (batch_size=1)",
@@ -185,9 +187,9 @@ def occlusion_arms(agent: Agent, obs: np.ndarray) -> tuple[bool, Work]:
         "occlusion, incremental (the default)",
     )
     arms: dict[str, Work] = {
-        one: lambda: saliency.occlusion(agent, obs, patch=PATCH, incremental=False, batch_size=1),
-        batched: lambda: saliency.occlusion(agent, obs, patch=PATCH, incremental=False),
-        incremental: lambda: saliency.occlusion(agent, obs, patch=PATCH),
+        one: lambda: maps.occlusion(agent, obs, patch=PATCH, incremental=False, batch_size=1),
+        batched: lambda: maps.occlusion(agent, obs, patch=PATCH, incremental=False),
+        incremental: lambda: maps.occlusion(agent, obs, patch=PATCH),
     }
     ok = compare(f"Occlusion, patch {PATCH} (441 perturbed frames), per map", arms, {incremental: 1 / 3}, rounds=7)
     ok &= compare(
@@ -203,7 +205,7 @@ def captum_occlusion_arm(agent: Agent, obs: np.ndarray, incremental: Work) -> bo
     """Arm 3: captum's Occlusion on the same perturbations, its best ``perturbations_per_eval`` against ours."""
     from captum.attr import Occlusion
 
-    ours = saliency.occlusion(agent, obs, patch=PATCH)
+    ours = maps.occlusion(agent, obs, patch=PATCH)
     occlusion = Occlusion(scorer(agent))
     x = torch.as_tensor(obs[None], dtype=torch.float32)
 
@@ -235,10 +237,10 @@ def rise_arm(agent: Agent, obs: np.ndarray) -> bool:
     return compare(
         f"RISE, {RISE_MASKS} masks, per map",
         {
-            "rise, one forward per masked frame (batch_size=1)": lambda: saliency.rise(
+            "rise, one forward per masked frame (batch_size=1)": lambda: maps.rise(
                 agent, obs, masks=RISE_MASKS, batch_size=1
             ),
-            batched: lambda: saliency.rise(agent, obs, masks=RISE_MASKS),
+            batched: lambda: maps.rise(agent, obs, masks=RISE_MASKS),
         },
         {batched: 1 / 1.5},
         rounds=3,
@@ -249,7 +251,7 @@ def captum_lime_arm(agent: Agent, obs: np.ndarray) -> bool:
     """Arm 5: captum's Lime with our segmentation and number of samples, its best against ours."""
     from captum.attr import Lime
 
-    ours = saliency.lime(agent, obs)
+    ours = maps.lime(agent, obs)
     segments = quickshift_segments(obs)
     same = ours.segments is not None and np.array_equal(segments, ours.segments)
     print(f"LIME: {segments.max() + 1} superpixels, the same segmentation as ours: {same}")
@@ -274,7 +276,7 @@ def captum_lime_arm(agent: Agent, obs: np.ndarray) -> bool:
     name = f"lime, ours (quickshift, {LIME_SAMPLES} samples: the defaults)"
     return compare(
         "LIME: ours against captum's best, per map",
-        {f"captum Lime, perturbations_per_eval={best}": captum(best), name: lambda: saliency.lime(agent, obs)},
+        {f"captum Lime, perturbations_per_eval={best}": captum(best), name: lambda: maps.lime(agent, obs)},
         {name: 1.0},
         rounds=7,
     )
@@ -303,9 +305,9 @@ def paper_table(agent: Agent, obs: np.ndarray) -> None:
     """The five methods at their defaults and at the paper's settings: ours beside the paper's seconds."""
     print("Time per map (median of up to 3 runs), no limits; the paper's on a GTX TITAN X GPU:")
     print(f"  {'method':<18} {'parameters':<84} {'ours s':>8} {'paper s':>8}")
-    rows: list[tuple[str, dict[str, Any], float | None]] = [(m, {}, None) for m in saliency.METHODS]
+    rows: list[tuple[str, dict[str, Any], float | None]] = [(m, {}, None) for m in maps.METHODS]
     for method, params, paper in [*rows, *PAPER]:
-        t = seconds(functools.partial(saliency.explain, agent, obs, method, **params))
+        t = seconds(functools.partial(maps.saliency_map, agent, obs, method, **params))
         shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "(defaults)"
         print(f"  {method:<18} {shown:<84} {t:8.3f} {'' if paper is None else f'{paper:8.2f}':>8}")
 
@@ -314,7 +316,7 @@ def main() -> bool:
     torch.set_num_threads(THREADS)
     torch.manual_seed(0)
     agent, obs, described = setup()
-    chain, why = _incremental.decompose(agent, "chw")
+    chain, why = incremental_pass.decompose(agent, "chw")
     assert chain is not None, why
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {described}; frame {obs.shape} {obs.dtype}")
     ok, incremental = occlusion_arms(agent, obs)

@@ -24,7 +24,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_atari_env
 from stable_baselines3.common.vec_env import VecFrameStack
 
-from rlwrappers.vector import BatchAttacker
+from rlwrappers.wrappers.vector import BatchAttacker
 
 AGENT = Path(__file__).resolve().parents[2] / "shared" / "agents" / "ppo-BreakoutNoFrameskip-v4-seed0.zip"
 N_ENVS = 8

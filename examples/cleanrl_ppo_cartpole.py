@@ -21,6 +21,7 @@ import torch.nn as nn
 from torch.distributions.categorical import Categorical
 
 import rlwrappers as rw
+from rlwrappers.logs import Log
 
 
 @dataclass
@@ -180,7 +181,7 @@ def train(args: Args) -> Agent:
     return agent
 
 
-def evaluate(agent: Agent, args: Args, perturbations: tuple[str, ...], log_dir: Path) -> rw.Log:
+def evaluate(agent: Agent, args: Args, perturbations: tuple[str, ...], log_dir: Path) -> Log:
     env = make_env(args.env_id, 0, perturbations, str(log_dir))()
     for i in range(args.eval_episodes):
         obs, _ = env.reset(seed=args.seed + 1000 + i)
@@ -191,7 +192,7 @@ def evaluate(agent: Agent, args: Args, perturbations: tuple[str, ...], log_dir: 
             obs, _, terminated, truncated, _ = env.step(action)
             done = terminated or truncated
     env.close()
-    return rw.load(log_dir / "env0")
+    return rw.read_log(log_dir / "env0")
 
 
 def main(args: Args) -> None:

@@ -2,7 +2,7 @@
 
 A fixed controller balances CartPole-v1 twice with the same seeds: once under three scheduled perturbations
 (the treatment), once without any (the counterfactual). Both runs are recorded with ``rw.Recorder``, read back
-with ``rw.load``, and summarised episode by episode.
+with ``rw.read_log``, and summarised episode by episode.
 
     python examples/quickstart.py --episodes 5 --out runs/quickstart
 """
@@ -21,6 +21,7 @@ import pandas as pd
 
 import rlwrappers as rw
 from rlwrappers import schedule
+from rlwrappers.logs import Log
 from rlwrappers.spec import format_call
 
 
@@ -82,7 +83,7 @@ def run(env: gym.Env[Any, Any], s: Settings, path: Path, name: str) -> None:
     env.close()
 
 
-def summary(clean: rw.Log, perturbed: rw.Log) -> pd.DataFrame:
+def summary(clean: Log, perturbed: Log) -> pd.DataFrame:
     """One row per episode: both returns, and how many steps each perturbation was active."""
     table = pd.DataFrame(
         {
@@ -106,7 +107,7 @@ def main(s: Settings) -> None:
     start = time.perf_counter()
     run(perturbed_env(s), s, out / "perturbed", "perturbed")
     run(clean_env(s), s, out / "clean", "clean")
-    clean, perturbed = rw.load(out / "clean"), rw.load(out / "perturbed")
+    clean, perturbed = rw.read_log(out / "clean"), rw.read_log(out / "perturbed")
 
     print(f"{s.env_id}, fixed controller, {s.episodes} episodes, seeds {s.seed}..{s.seed + s.episodes - 1}")
     print("Perturbations (label: parameters, schedule), read back from the log's header:")
@@ -117,7 +118,9 @@ def main(s: Settings) -> None:
     print()
     means = clean.episodes["return"].mean(), perturbed.episodes["return"].mean()
     print(f"mean return: clean {means[0]:.1f}, perturbed {means[1]:.1f}")
-    print(f"logs: {out / 'perturbed'}, {out / 'clean'} (read them with rw.load); {time.perf_counter() - start:.2f} s")
+    print(
+        f"logs: {out / 'perturbed'}, {out / 'clean'} (read them with rw.read_log); {time.perf_counter() - start:.2f} s"
+    )
 
 
 def parse_args() -> Settings:

@@ -7,28 +7,21 @@ back::
     >>> env = rw.wrap(gym.make("CartPole-v1"), "obs_noise(std=0.1)", "action_noise(p=0.05)")
     >>> obs, info = env.reset(seed=0)
 
-Heavy dependencies (torch, pyarrow writers, pandas readers, MuJoCo, ALE) load only when used.
+This namespace holds what a user needs on the first day; everything else is imported from its subpackage
+(``rlwrappers.wrappers``, ``rlwrappers.logs``, ``rlwrappers.metrics``, ``rlwrappers.studies``, ...), whose
+layout docs/architecture.md draws. Heavy dependencies (torch, pyarrow writers, pandas readers, MuJoCo, ALE)
+load only when used.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from rlwrappers import corruptions, error, interventions, schedule, transforms
+from rlwrappers import _moved
 from rlwrappers._version import __version__
-from rlwrappers.core import (
-    INFO_KEY,
-    Entry,
-    Perturb,
-    Perturbation,
-    PerturbationLayer,
-    attach,
-    layers,
-    perturbations,
-    wrap,
-)
-from rlwrappers.interventions import Intervene
-from rlwrappers.registration import catalogue, register
+from rlwrappers.core import attach, perturbations, wrap
+from rlwrappers.registration import catalogue, register, register_catalogue
 from rlwrappers.wrappers import (
     FGSM,
     JPEG,
@@ -38,6 +31,7 @@ from rlwrappers.wrappers import (
     CarliniWagner,
     DynamicsShift,
     InitialStateNoise,
+    Intervene,
     MedianBlur,
     ObservationNoise,
     ParameterNoise,
@@ -55,14 +49,15 @@ __all__ = [
     "register",
     "perturbations",
     "catalogue",
-    # wrappers
-    "Perturb",
+    "attach",
+    # named wrappers
     "ObservationNoise",
     "ActionNoise",
     "StickyAction",
     "RewardNoise",
     "InitialStateNoise",
     "DynamicsShift",
+    "Intervene",
     "ParameterNoise",
     "FGSM",
     "PGD",
@@ -73,53 +68,49 @@ __all__ = [
     "Translate",
     "Perspective",
     "JPEG",
-    "Intervene",
-    "attach",
-    # building blocks
-    "Perturbation",
-    "PerturbationLayer",
-    "Entry",
-    "layers",
-    "INFO_KEY",
-    "schedule",
-    "transforms",
-    "corruptions",
-    "interventions",
-    "error",
-    # logs and evaluations (loaded on first use)
+    # logs (loaded on first use)
     "Recorder",
-    "load",
-    "Log",
+    "read_log",
+    # studies (loaded on first use)
     "evaluate",
     "open_evaluation",
-    "sweep",
-    "sweeps",
     "causal",
     "observational",
-    "protocol",
-    "multiagent",
-    "agents",
-    "zoo",
-    "metrics",
+    "sweep",
+    # the zoo (loaded on first use)
+    "load_agent",
 ]
 
+#: The names above that load their module on first use, and where they live.
 _LAZY = {
-    "Recorder": "rlwrappers.record",
-    "load": "rlwrappers.record",
-    "Log": "rlwrappers.record",
-    "evaluate": "rlwrappers.evaluation",
-    "open_evaluation": "rlwrappers.evaluation",
-    "sweep": "rlwrappers.sweeps",
-    "causal": "rlwrappers.protocol",
-    "observational": "rlwrappers.protocol",
+    "Recorder": "rlwrappers.logs",
+    "read_log": "rlwrappers.logs",
+    "evaluate": "rlwrappers.studies.run",
+    "open_evaluation": "rlwrappers.studies.results",
+    "causal": "rlwrappers.studies.shift_impact",
+    "observational": "rlwrappers.studies.shift_impact",
+    "sweep": "rlwrappers.studies.sweep",
+    "load_agent": "rlwrappers.zoo",
 }
-_SUBMODULES = ("agents", "zoo", "metrics", "evaluation", "sweeps", "protocol", "multiagent")
+#: Subpackages reachable as attributes before they are imported (``rw.metrics.mad``).
+_SUBPACKAGES = (
+    "agents",
+    "envs",
+    "explain",
+    "functional",
+    "logs",
+    "metrics",
+    "report",
+    "state",
+    "studies",
+    "testing",
+    "wrappers",
+    "zoo",
+)
 
 
 def __getattr__(name: str) -> Any:
-    import importlib
-
-    if name in _SUBMODULES:
+    if name in _SUBPACKAGES:
         return importlib.import_module(f"rlwrappers.{name}")
     module = _LAZY.get(name)
     if module is None:
@@ -128,10 +119,10 @@ def __getattr__(name: str) -> Any:
 
 
 def _register() -> None:
-    import rlwrappers.envs  # noqa: F401 (registers rlwrappers/Catch-v0)
-    from rlwrappers.registration import _register_catalogue
+    import rlwrappers.envs  # noqa: F401 (registers rlwrappers/Catch-v0 and the Toybox games)
 
-    _register_catalogue()
+    register_catalogue()
+    _moved.install()
 
 
 _register()

@@ -26,9 +26,10 @@ import gymnasium as gym
 from rlwrappers import schedule
 from rlwrappers.core import perturbations
 from rlwrappers.error import Error, InvalidArgument
-from rlwrappers.protocol import DEFAULT_STRIKE
 from rlwrappers.registration import base_ids, catalogue
-from rlwrappers.sweeps import SWEEPS
+from rlwrappers.studies.design import EnvSetup, Execution, Timing
+from rlwrappers.studies.shift_impact import DEFAULT_STRIKE
+from rlwrappers.studies.sweep import SWEEPS
 
 __all__ = ["main"]
 
@@ -85,13 +86,12 @@ def _list(parts: Sequence[str]) -> None:
                 print(f"      {key}={default!r}: {doc}")
     if "schedules" in parts:
         print("Schedules (`when=`; combine with &, | and ~):")
-        for name in schedule.names():
-            cls = schedule._SCHEDULES[name]
-            print(f"  {name}: {(cls.__doc__ or '').strip().splitlines()[0]}")
+        for name, summary in schedule.summaries().items():
+            print(f"  {name}: {summary}")
     if "agents" in parts:
         from rlwrappers import zoo
 
-        print("Zoo agents (`--agent NAME` or NAME@SEED; rw.zoo.load(NAME, seed=SEED)):")
+        print("Zoo agents (`--agent NAME` or NAME@SEED; rw.load_agent(NAME, seed=SEED)):")
         for name, card in zoo.cards().items():
             seeds = ",".join(sorted(card["seeds"], key=int))
             clean = [entry["returns"]["clean"]["mean"] for entry in card["seeds"].values()]
@@ -100,7 +100,7 @@ def _list(parts: Sequence[str]) -> None:
     if "teams" in parts:
         from rlwrappers.zoo import teams
 
-        print("Teams (`--agent NAME` or `--outside GROUP=NAME` with a PettingZoo env; rw.zoo.teams.load(NAME)):")
+        print("Teams (`--agent NAME` or `--outside GROUP=NAME` with a PettingZoo env; rw.zoo.load_team(NAME)):")
         for name, card in teams.cards().items():
             returns = card["returns"]
             print(
@@ -123,18 +123,20 @@ def _agents(values: Sequence[str]) -> Any:
     return named
 
 
-def _placement(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``wrappers`` and ``outer_wrappers`` of ``--atari`` and ``--placement``."""
+def _env_setup(args: argparse.Namespace) -> EnvSetup:
+    """Lives as episodes, and the preprocessing of ``--atari`` placed by ``--placement``."""
     if not args.atari:
         if args.placement != "raw":
             raise InvalidArgument("--placement applies only with --atari (the preprocessing it places shifts in)")
-        return {}
+        return EnvSetup(lives_as_episodes=args.lives_as_episodes)
     import ale_py
 
-    from rlwrappers.sb3 import atari_wrapper
+    from rlwrappers.wrappers.atari import atari_wrapper
 
     gym.register_envs(ale_py)
-    return {"outer_wrappers": [atari_wrapper]} if args.placement == "raw" else {"wrappers": [atari_wrapper]}
+    if args.placement == "raw":
+        return EnvSetup(outer_wrappers=[atari_wrapper], lives_as_episodes=args.lives_as_episodes)
+    return EnvSetup(wrappers=[atari_wrapper], lives_as_episodes=args.lives_as_episodes)
 
 
 def _run_options(args: argparse.Namespace, seeds: int = SEEDS) -> dict[str, Any]:
@@ -144,19 +146,16 @@ def _run_options(args: argparse.Namespace, seeds: int = SEEDS) -> dict[str, Any]
         "seeds": args.seed_list if args.seed_list else args.seeds if args.seeds is not None else seeds,
         "out": args.out,
         "deterministic": not args.stochastic,
-        "lives_as_episodes": args.lives_as_episodes,
-        "backend": args.backend,
-        "workers": args.workers,
-        "progress": not args.quiet,
         "probe": args.probe if args.probe is not None else 0 if _parallel(args.env) else PROBE,
-        **_placement(args),
+        "env": _env_setup(args),
+        "execution": Execution(backend=args.backend, workers=args.workers, progress=not args.quiet),
     }
 
 
 def _parallel(env_id: str) -> bool:
-    from rlwrappers.evaluation import _is_parallel
+    from rlwrappers.studies.design import is_parallel
 
-    return _is_parallel(env_id)
+    return is_parallel(env_id)
 
 
 def _outside(values: Sequence[str] | None) -> dict[str, str] | None:
@@ -176,7 +175,8 @@ def _outside(values: Sequence[str] | None) -> dict[str, str] | None:
 
 def _finish(result: Any, args: argparse.Namespace) -> int:
     """Prints the tables and writes the report of a finished run."""
-    from rlwrappers.report import format_table, write_report
+    from rlwrappers.report.evaluation import write_report
+    from rlwrappers.report.tables import format_table
 
     print(format_table(result.summary()))
     _protocol_statements(result, args.aggregate)
@@ -197,8 +197,8 @@ def _finish(result: Any, args: argparse.Namespace) -> int:
 
 def _protocol_statements(result: Any, aggregate: str) -> None:
     """Prints the causal or observational protocol's table and verdicts (the report shows the same)."""
-    from rlwrappers import protocol
-    from rlwrappers.report import format_table
+    from rlwrappers.report.tables import format_table
+    from rlwrappers.studies import shift_impact
 
     if result.shift_at is not None:
         check = result.fixed_seed_check()
@@ -211,19 +211,19 @@ def _protocol_statements(result: Any, aggregate: str) -> None:
             )
         else:
             print(f"Fixed-seed check passed: {len(check)} shifted runs equal their counterfactual before the shift.")
-        table = protocol.did_table(result)
+        table = shift_impact.did_table(result)
         print(f"Difference-in-differences, shift from episode {result.shift_at}:")
         numbers = table[["seeds", "estimate", "se", "lower", "upper", "cumulative"]].dropna(how="all")
         if len(numbers):
             print(format_table(numbers))
         for (agent, shift), row in table.iterrows():
             print(f"  {agent} under {shift}: {row.verdict}")
-        for sentence in protocol.impact_verdicts(table):
+        for sentence in shift_impact.impact_verdicts(table):
             print(f"  {sentence}")
     elif result.observational:
         print()
         print(f"Damped-trend forecasts of the per-episode {aggregate}, 99% prediction intervals over 100 episodes:")
-        for sentence in protocol.forecast_verdicts(protocol.forecasts(result, how=aggregate)):
+        for sentence in shift_impact.forecast_verdicts(shift_impact.forecasts(result, how=aggregate)):
             print(f"  {sentence}")
 
 
@@ -247,29 +247,29 @@ def _shift_at(value: str, episodes: int) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     import rlwrappers as rw
-    from rlwrappers import protocol
+    from rlwrappers.studies import shift_impact
 
     when: str | None = args.when
-    options: dict[str, Any] = {}
+    timing = Timing()
     if args.shift_at_episode is not None:
-        options = {"shift_at": _shift_at(args.shift_at_episode, args.episodes)}
-        options["share_pre_shift"] = not args.play_pre_shift
+        shift_at = _shift_at(args.shift_at_episode, args.episodes)
+        timing = Timing(shift_at=shift_at, share_pre_shift=not args.play_pre_shift)
     elif args.play_pre_shift:
         raise InvalidArgument("--play-pre-shift applies only with --shift-at-episode")
     if args.observational is not None:
         if args.shift_at_episode is not None or args.when is not None:
             raise InvalidArgument("--observational sets when shifts strike: drop --shift-at-episode and --when")
-        when, options = args.observational, {"observational": True}
-    seeds = protocol.SEEDS if options else SEEDS
-    outside = _outside(args.outside)
-    if outside is not None:
-        options["outside"] = outside
-    result = rw.evaluate(_agents(args.agent), args.env, args.shift, when=when, **options, **_run_options(args, seeds))
+        when, timing = args.observational, Timing(observational=True)
+    seeds = shift_impact.SEEDS if timing != Timing() else SEEDS
+    options = _run_options(args, seeds)
+    result = rw.evaluate(
+        _agents(args.agent), args.env, args.shift, when=when, outside=_outside(args.outside), timing=timing, **options
+    )
     return _finish(result, args)
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from rlwrappers.sweeps import sweep
+    from rlwrappers.studies.sweep import sweep
 
     values = None
     if args.values is not None:
@@ -298,8 +298,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from rlwrappers.evaluation import open_evaluation
-    from rlwrappers.report import format_table, write_report
+    from rlwrappers.report.evaluation import write_report
+    from rlwrappers.report.tables import format_table
+    from rlwrappers.studies.results import open_evaluation
 
     evaluation = open_evaluation(args.run_dir)
     if not evaluation.complete:
@@ -384,7 +385,7 @@ def _make_env(env_id: str, atari: bool) -> gym.Env[Any, Any]:
         gym.register_envs(ale_py)
     env = gym.make(env_id)
     if atari:
-        from rlwrappers.sb3 import atari_wrapper
+        from rlwrappers.wrappers.atari import atari_wrapper
 
         env = atari_wrapper(env)
     return env
@@ -392,7 +393,7 @@ def _make_env(env_id: str, atari: bool) -> gym.Env[Any, Any]:
 
 def _pipelines(values: Sequence[str], guides: Sequence[str] | None) -> list[Any]:
     """``--pipeline`` and ``--guide`` values as pipelines (see ``rlwrappers robustness --help``)."""
-    from rlwrappers.offline import Pipeline, zoo_pipeline
+    from rlwrappers.studies.offline import Pipeline, zoo_pipeline
 
     out: dict[str, Any] = {}
     given: dict[str, dict[str, list[str]]] = {}
@@ -424,9 +425,10 @@ def _pipelines(values: Sequence[str], guides: Sequence[str] | None) -> list[Any]
 
 
 def _robustness(args: argparse.Namespace) -> int:
-    from rlwrappers import offline
-    from rlwrappers.interventions import GAMES, catalogue
-    from rlwrappers.report import format_table, write_robustness_report
+    from rlwrappers.envs.toybox.interventions import GAMES, catalogue
+    from rlwrappers.report.robustness import write_robustness_report
+    from rlwrappers.report.tables import format_table
+    from rlwrappers.studies import offline
 
     if args.runs:
         if args.pipeline or args.env:
@@ -485,19 +487,21 @@ def _method_params(methods: Sequence[str], values: Sequence[str] | None) -> dict
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from rlwrappers import explanations, saliency
-    from rlwrappers.agents import load
-    from rlwrappers.report import format_table, write_explanation_report
+    from rlwrappers.explain import maps
+    from rlwrappers.report.saliency import write_saliency_report
+    from rlwrappers.report.tables import format_table
+    from rlwrappers.studies import saliency
+    from rlwrappers.zoo import load_agent
 
-    methods = args.method or list(saliency.METHODS)
+    methods = args.method or list(maps.METHODS)
     params = _method_params(methods, args.param)
     env = _make_env(args.env, args.atari)
-    agent = load(args.agent, observation_space=env.observation_space)
-    states = explanations.collect_states(
+    agent = load_agent(args.agent, observation_space=env.observation_space)
+    states = saliency.collect_states(
         env, agent, args.states, seed=args.seed, select=args.select, threshold=args.threshold
     )
     print(f"Explaining {args.agent} on {len(states)} states of its game on {args.env}: {', '.join(methods)}.")
-    result = explanations.study(
+    result = saliency.study(
         agent,
         states,
         params,
@@ -509,7 +513,7 @@ def _explain(args: argparse.Namespace) -> int:
     print(format_table(result.summary()))
     print(f"Study: {out.resolve()}")
     if not args.no_report:
-        print(f"Report: {write_explanation_report(result, out / 'report').resolve()}")
+        print(f"Report: {write_saliency_report(result, out / 'report').resolve()}")
     return 0
 
 

@@ -398,11 +398,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
             if type(p).activate is not Perturbation.activate or type(p).deactivate is not Perturbation.deactivate
         )
 
-        self._entropy: int | None = None
-        self._since_seed = -1
-        self._episode = -1
-        self._total_step = 0  # step calls before the current episode began
-        self._t = 0
+        self._clock = seeding.EpisodeClock()
         self._on: list[bool] = [False] * len(self.entries)
         self._any = False
         self._varying: list[tuple[int, Plan]] = []
@@ -422,12 +418,12 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
     @property
     def episode(self) -> int:
         """Index of the current episode over the layer's life (-1 before the first reset)."""
-        return self._episode
+        return self._clock.episode
 
     @property
     def entropy(self) -> int | None:
         """The seed (or drawn entropy) the layer's generators derive from."""
-        return self._entropy
+        return self._clock.entropy
 
     def active(self) -> dict[str, bool]:
         """Which perturbations are active at the current time."""
@@ -440,23 +436,14 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
     def _rng(self, i: int) -> np.random.Generator:
         rng = self._effect_rngs[i]
         if rng is None:
-            assert self._entropy is not None, "reset() sets the entropy"
-            rng = seeding.generator(self._entropy, self._since_seed, self.labels[i], seeding.EFFECT)
+            rng = self._clock.generator(self.labels[i], seeding.EFFECT)
             self._effect_rngs[i] = rng
         return rng
 
     # -- the loop ---------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Resets the env, draws this episode's schedules and applies what is active at time 0."""
-        if seed is not None:
-            self._entropy, self._since_seed = int(seed), 0
-        elif self._entropy is None:
-            self._entropy, self._since_seed = seeding.fresh_entropy(), 0
-        else:
-            self._since_seed += 1
-        if self._episode >= 0:
-            self._total_step += self._t
-        self._episode += 1
+        self._clock.reset(seed)
         for i in self._switched:
             if self._on[i]:
                 self.perturbations[i].deactivate(self.env)
@@ -469,7 +456,6 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         self._next_change = min((plan.next_change(0) for _, plan in self._varying), default=float("inf"))
         on = self._on = [plan.active(0) for plan in plans]
         self._any = any(on)
-        self._t = 0
         self._previous_action = None
         self._pending = {}
         for p in self.perturbations:
@@ -491,11 +477,9 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         return obs, info
 
     def _plan(self, i: int, when: Schedule) -> Plan:
-        rng = None
-        if when.random:
-            assert self._entropy is not None, "reset() sets the entropy"
-            rng = seeding.generator(self._entropy, self._since_seed, self.labels[i], seeding.SCHEDULE)
-        return when.plan(self._episode, self._total_step, rng)
+        clock = self._clock
+        rng = clock.generator(self.labels[i], seeding.SCHEDULE) if when.random else None
+        return when.plan(clock.episode, clock.total_step, rng)
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """Steps the env, perturbing the action, reward and next observation where their schedules say."""
@@ -505,7 +489,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         if self._keeps_previous:
             self._previous_action = _kept(action)
         result = self.env.step(action)
-        t = self._t = self._t + 1
+        t = self._clock.tick()
         if t >= self._next_change:
             records = self._decide(t)
             if self._any:
@@ -539,7 +523,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
             if on[i]:
                 reward, record = self.perturbations[i].reward(float(reward), self._rng(i))
                 records[self.labels[i]] = {"active": True, **record}
-        t = self._t = self._t + 1
+        t = self._clock.tick()
         if t >= self._next_change:
             records.update(self._decide(t))
         obs = self._perturb_observation(obs, records)
@@ -613,8 +597,8 @@ class Perturb(PerturbationLayer, RecordConstructorArgs):
         when: the schedule of the perturbations that do not set their own (default: always).
 
     Example:
-        >>> import gymnasium as gym, rlwrappers as rw
-        >>> env = rw.Perturb(gym.make("CartPole-v1"), ["obs_noise(std=0.05)", "reward_noise(std=0.1)"])
+        >>> import gymnasium as gym
+        >>> env = Perturb(gym.make("CartPole-v1"), ["obs_noise(std=0.05)", "reward_noise(std=0.1)"])
         >>> env.specs
         ['obs_noise(std=0.05)', 'reward_noise']
     """

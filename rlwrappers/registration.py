@@ -20,7 +20,7 @@ from gymnasium.envs.registration import EnvSpec, WrapperSpec
 from rlwrappers.core import Entry, Perturb, Perturbation
 from rlwrappers.error import InvalidArgument, UnknownName, did_you_mean
 
-__all__ = ["CATALOGUE", "NAMESPACE", "CatalogueEntry", "base_ids", "catalogue", "register"]
+__all__ = ["CATALOGUE", "NAMESPACE", "CatalogueEntry", "base_ids", "catalogue", "register", "register_catalogue"]
 
 NAMESPACE: Final = "rlwrappers"
 _PERTURB_ENTRY_POINT: Final = f"{Perturb.__module__}:{Perturb.__name__}"
@@ -177,11 +177,14 @@ def _catalogue_rows() -> list[tuple[str, str, str, str]]:
 CATALOGUE: list[CatalogueEntry] = []
 
 
-def _register_catalogue() -> None:
+def register_catalogue() -> None:
+    """Registers the catalogue's IDs (importing ``rlwrappers`` does it; registering again changes nothing)."""
+    listed = {entry.id for entry in CATALOGUE}
     for base, suffix, spec, doc in _catalogue_rows():
         base_name = gym.envs.registration.parse_env_id(base)[1]
         env_id = register(base, spec, name=f"{base_name}-{suffix}")
-        CATALOGUE.append(CatalogueEntry(env_id, base, spec, doc))
+        if env_id not in listed:
+            CATALOGUE.append(CatalogueEntry(env_id, base, spec, doc))
 
 
 def catalogue() -> list[CatalogueEntry]:

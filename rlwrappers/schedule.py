@@ -494,6 +494,16 @@ def names() -> list[str]:
     return sorted(_SCHEDULES)
 
 
+def summaries() -> dict[str, str]:
+    """The one-line doc of every schedule, by name (what ``rlwrappers list schedules`` prints).
+
+    Example:
+        >>> summaries()["always"]
+        'Active at every time of every episode (the default).'
+    """
+    return {name: (_SCHEDULES[name].__doc__ or "").strip().splitlines()[0] for name in names()}
+
+
 def parse(spec: str | Schedule | Mapping[str, Any] | None) -> Schedule:
     """Builds a schedule from a spec string, a dict ``{"name": ..., **params}``, a Schedule or None (always).
 

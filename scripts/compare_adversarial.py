@@ -23,8 +23,10 @@ import math
 import time
 
 import rlwrappers as rw
-from rlwrappers import sweeps
-from rlwrappers.report import format_table, write_report
+from rlwrappers.report.evaluation import write_report
+from rlwrappers.report.tables import format_table
+from rlwrappers.studies import Execution
+from rlwrappers.studies import sweep as sweep_study
 
 AGENTS = {"vanilla": "ppo-Catch-v0", "adversarial": "ppo-Catch-v0-fgsm"}
 ENV_ID = "rlwrappers/Catch-v0"
@@ -32,13 +34,13 @@ SWEPT = ("contrast", "brightness", "blur", "rotation", "shift", "perspective", "
 #: Each sweep's default range (seed 004's), then stronger values until these agents fail: Catch's blocks are
 #: 8 x 16 pixels, far coarser than Atari sprites. FGSM starts where the vanilla agent starts to flip.
 VALUES = {
-    "contrast": (*sweeps.SWEEPS["contrast"].values, 3.0, 4.0),
-    "brightness": (*sweeps.SWEEPS["brightness"].values, 120.0, 160.0, 200.0),
-    "blur": (*sweeps.SWEEPS["blur"].values, 15, 21),
-    "rotation": (*sweeps.SWEEPS["rotation"].values, 10.0, 20.0, 30.0),
-    "shift": (*sweeps.SWEEPS["shift"].values, 8, 12, 16),
-    "perspective": (*sweeps.SWEEPS["perspective"].values, 10.0, 20.0),
-    "jpeg": (*sweeps.SWEEPS["jpeg"].values, 2, 1),
+    "contrast": (*sweep_study.SWEEPS["contrast"].values, 3.0, 4.0),
+    "brightness": (*sweep_study.SWEEPS["brightness"].values, 120.0, 160.0, 200.0),
+    "blur": (*sweep_study.SWEEPS["blur"].values, 15, 21),
+    "rotation": (*sweep_study.SWEEPS["rotation"].values, 10.0, 20.0, 30.0),
+    "shift": (*sweep_study.SWEEPS["shift"].values, 8, 12, 16),
+    "perspective": (*sweep_study.SWEEPS["perspective"].values, 10.0, 20.0),
+    "jpeg": (*sweep_study.SWEEPS["jpeg"].values, 2, 1),
     "fgsm": (0.02, 0.05, 0.1, 0.2, 0.3),
 }
 TARGET = 0.5
@@ -56,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
 
     start = time.time()
-    shifts = [spec for name in args.only for spec in sweeps.specs(name, values=VALUES[name])]
+    shifts = [spec for name in args.only for spec in sweep_study.specs(name, values=VALUES[name])]
     evaluation = rw.evaluate(
         AGENTS,
         ENV_ID,
@@ -65,14 +67,14 @@ def main() -> None:
         seeds=args.seeds,
         probe=args.probe,
         out=args.out,
-        workers=args.workers,
+        execution=Execution(workers=args.workers),
     )
-    table = sweeps.sweep_table(evaluation)
+    table = sweep_study.sweep_table(evaluation)
     print(f"{len(shifts)} shifts x {len(AGENTS)} agents x {args.seeds} seeds x {args.episodes} episodes")
     print(format_table(evaluation.summary().loc[:, ["mean", "delta"]]))
     rows = []
-    for curve in sweeps.curves(evaluation):
-        edges = [sweeps.edge(table, curve, TARGET, agent=agent)["value"] for agent in AGENTS]
+    for curve in sweep_study.curves(evaluation):
+        edges = [sweep_study.edge(table, curve, TARGET, agent=agent)["value"] for agent in AGENTS]
         rows.append((curve.title, *(math.nan if e is None else e for e in edges)))
     print(f"\nThe mildest value whose impact reaches {TARGET} (nan: none in the range; stronger is worse):")
     width = max(len(r[0]) for r in rows)

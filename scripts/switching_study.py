@@ -19,9 +19,11 @@ import argparse
 from pathlib import Path
 
 import rlwrappers as rw
-from rlwrappers import plots, protocol
-from rlwrappers.evaluation import BASELINE, Evaluation
-from rlwrappers.report import write_report
+from rlwrappers.report import plots
+from rlwrappers.report.evaluation import write_report
+from rlwrappers.studies import Execution, shift_impact
+from rlwrappers.studies.design import BASELINE
+from rlwrappers.studies.results import Evaluation
 
 TEAM = "powergrid-main"
 GROUPS = {"outside": "pretrained outside agents (powergrid-outside)", "untrained": "untrained agents"}
@@ -42,10 +44,12 @@ def _label(shift: str) -> str:
 
 def _impact_figures(run: Evaluation, out: Path) -> None:
     episodes = run.episodes()
-    control = protocol.returns(episodes, TEAM, BASELINE)
+    control = shift_impact.returns(episodes, TEAM, BASELINE)
     for group, title in GROUPS.items():
         levels = {
-            _label(s): protocol.returns(episodes, TEAM, s) for s in run.request["shifts"] if s.endswith(f"to={group})")
+            _label(s): shift_impact.returns(episodes, TEAM, s)
+            for s in run.request["shifts"]
+            if s.endswith(f"to={group})")
         }
         fig = plots.impact_panels(levels, control, run.shift_at or 0)
         fig.suptitle(f"{TEAM}, switching to {title} from episode {run.shift_at}")
@@ -53,7 +57,7 @@ def _impact_figures(run: Evaluation, out: Path) -> None:
 
 
 def _forecast_figures(run: Evaluation, out: Path) -> None:
-    arms = protocol.forecasts(run)
+    arms = shift_impact.forecasts(run)
     for group, title in GROUPS.items():
         chosen = {s: arm for (_, s), arm in arms.items() if s == BASELINE or s.endswith(f"to={group})")}
         names = {s: "no switch" if s == BASELINE else _label(s) for s in chosen}
@@ -74,7 +78,12 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(args.out)
     causal = rw.causal(
-        TEAM, "coordinated_buildings_v0", SHIFTS, out=root / "switching-causal", workers=args.workers, **SETTINGS
+        TEAM,
+        "coordinated_buildings_v0",
+        SHIFTS,
+        out=root / "switching-causal",
+        **SETTINGS,
+        execution=Execution(workers=args.workers),
     )
     observed = rw.observational(
         TEAM,
@@ -82,14 +91,14 @@ def main() -> None:
         SHIFTS,
         when=STRIKES,
         out=root / "switching-observational",
-        workers=args.workers,
         **SETTINGS,
+        execution=Execution(workers=args.workers),
     )
     for run in (causal, observed):
         print(f"Report: {write_report(run)}")
-    table = protocol.did_table(causal)
+    table = shift_impact.did_table(causal)
     print(table[["estimate", "se", "lower", "upper", "cumulative"]].to_string())
-    for sentence in protocol.forecast_verdicts(protocol.forecasts(observed)):
+    for sentence in shift_impact.forecast_verdicts(shift_impact.forecasts(observed)):
         print(sentence)
     if args.figures:
         out = Path(args.figures)

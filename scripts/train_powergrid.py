@@ -38,7 +38,7 @@ budget and the wall time are written to each team's card; each group trains in a
 
 **Outputs.** ``powergrid-<group>.json`` (the card) and ``powergrid-<group>-<agent>.pt`` per agent: the state
 dict of the actor-mean network in float16 (half the size; the card's returns are measured with the saved
-weights, loaded back through :func:`rlwrappers.zoo.teams.load`). The card's ``curve`` holds the mean team
+weights, loaded back through :func:`rlwrappers.zoo.load_team`). The card's ``curve`` holds the mean team
 return (the sum of the five agents' returns) of the first and of the last 10 training episodes and per
 update; ``returns`` holds deterministic team returns on ``eval_episodes`` days (seeds 10000, 10001, ...)
 for the trained group and for ``teams.untrained(env, seed)`` on the same days. The script fails if the
@@ -354,7 +354,7 @@ def save(
     card["settings"]["std_decay_every"] = summary["std_decay_every"]
     (out / f"{name}.json").write_text(json.dumps(card, indent=1) + "\n")
     # Measure what ships: the saved files, loaded back through the public loader.
-    trained = evaluate(env, teams.load(name, directory=out), settings)
+    trained = evaluate(env, teams.load_team(name, directory=out), settings)
     fresh = evaluate(env, teams.untrained(env, seed), settings)
     card["returns"] = {"trained": trained, "untrained": fresh, "deterministic": True}
     (out / f"{name}.json").write_text(json.dumps(card, indent=1) + "\n")

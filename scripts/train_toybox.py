@@ -84,11 +84,11 @@ def full_game_return(path: Path, seed: int) -> float:
     """The greedy return of the agent in ``path`` over one full game (every life) of Toybox Breakout."""
     import rlwrappers.envs  # noqa: F401  (registers the Toybox envs)
 
-    from rlwrappers.agents import load
-    from rlwrappers.sb3 import atari_wrapper
+    from rlwrappers.wrappers.atari import atari_wrapper
+    from rlwrappers.zoo import load_agent
 
     env = atari_wrapper(gym.make(ENV_ID))
-    agent = load(path, observation_space=env.observation_space)
+    agent = load_agent(path, observation_space=env.observation_space)
     obs, _ = env.reset(seed=seed)
     total = 0.0
     for _ in range(MAX_EVAL_STEPS):

@@ -61,6 +61,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 import rlwrappers as rw
 from rlwrappers import envs
 from rlwrappers.agents import SB3Agent
+from rlwrappers.core import INFO_KEY
 from rlwrappers.wrappers.policy import Saved, add_noise, draw_noise, restore
 from rlwrappers.zoo import DIRECTORY, UNCERTAINTIES
 
@@ -190,7 +191,7 @@ def returns(agent: SB3Agent, task: Task, spec: str | None) -> dict[str, Any]:
             obs, reward, terminated, truncated, info = env.step(agent.act_one(obs))
             total += float(reward)
             done = terminated or truncated
-            flips += [r["flipped"] for r in info.get(rw.INFO_KEY, {}).values() if r.get("flipped") is not None]
+            flips += [r["flipped"] for r in info.get(INFO_KEY, {}).values() if r.get("flipped") is not None]
         out.append(total)
     env.close()
     result = {"mean": float(np.mean(out)), "std": float(np.std(out)), "returns": out}

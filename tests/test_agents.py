@@ -625,15 +625,15 @@ def test_load_sb3_zip(tmp_path: Path, algo: str, env_id: str, expected: str) -> 
     path = tmp_path / "model.zip"
     model.save(path)
     assert agents.sb3_algorithm(path) == expected
-    agent = agents.load(path)
+    agent = zoo.load_agent(path)
     assert isinstance(agent, SB3Agent) and agent.deterministic
     obs = _observations(env_id)
     np.testing.assert_array_equal(agent.act(obs), model.predict(obs, deterministic=True)[0])
     if algo == "TD3":
         with pytest.raises(InvalidArgument, match="TD3"):
-            agents.load(str(path), deterministic=False)
+            zoo.load_agent(str(path), deterministic=False)
     else:
-        assert not agents.load(str(path), deterministic=False).deterministic
+        assert not zoo.load_agent(str(path), deterministic=False).deterministic
 
 
 def _zip_with_data(path: Path, data: dict[str, Any]) -> Path:
@@ -665,23 +665,23 @@ def test_sb3_algorithm_reads_json_without_unpickling(tmp_path: Path) -> None:
 
 def test_load_errors(tmp_path: Path) -> None:
     with pytest.raises(MissingFile, match="does not exist"):
-        agents.load(tmp_path / "missing.zip")
+        zoo.load_agent(tmp_path / "missing.zip")
     text = tmp_path / "weights.pt"
     text.write_text("not a model")
     with pytest.raises(InvalidArgument, match=r"not an SB3 \.zip"):
-        agents.load(text)
+        zoo.load_agent(text)
     fake = tmp_path / "fake.zip"
     fake.write_text("not a zip")
     with pytest.raises(InvalidArgument, match="not a Stable-Baselines3 zip"):
-        agents.load(fake)
+        zoo.load_agent(fake)
     with pytest.raises(InvalidType, match="`agent`"):
-        agents.load(42)  # type: ignore[arg-type]
+        zoo.load_agent(42)  # type: ignore[arg-type]
     with pytest.raises(UnknownName, match="Did you mean"):
-        agents.load("ppo-CartPol-v1")
+        zoo.load_agent("ppo-CartPol-v1")
     with pytest.raises(UnknownName, match="not a zoo agent"):
-        agents.load(tmp_path / "missing.pt")  # not a file, so taken for a zoo name
+        zoo.load_agent(tmp_path / "missing.pt")  # not a file, so taken for a zoo name
     with pytest.raises(InvalidArgument, match="training seed"):
-        agents.load(f"{ZOO_AGENT}@first")
+        zoo.load_agent(f"{ZOO_AGENT}@first")
 
 
 # -- the zoo ---------------------------------------------------------------------------------------------
@@ -704,19 +704,19 @@ def test_zoo_names_and_card() -> None:
 
 
 def test_zoo_load() -> None:
-    agent = zoo.load(ZOO_AGENT, seed=1)
+    agent = zoo.load_agent(ZOO_AGENT, seed=1)
     assert isinstance(agent, SB3Agent) and agent.deterministic
     assert agent.action_space == gym.spaces.Discrete(2)
-    assert not zoo.load(ZOO_AGENT, deterministic=False).deterministic
+    assert not zoo.load_agent(ZOO_AGENT, deterministic=False).deterministic
     obs = _observations("CartPole-v1")
-    np.testing.assert_array_equal(agents.load(f"{ZOO_AGENT}@1").act(obs), agent.act(obs))
-    seed0 = zoo.load(ZOO_AGENT, seed=0)
-    np.testing.assert_array_equal(agents.load(ZOO_AGENT).act(obs), seed0.act(obs))  # seed 0 by default
-    assert not agents.load(ZOO_AGENT, deterministic=False).deterministic
+    np.testing.assert_array_equal(zoo.load_agent(f"{ZOO_AGENT}@1").act(obs), agent.act(obs))
+    seed0 = zoo.load_agent(ZOO_AGENT, seed=0)
+    np.testing.assert_array_equal(zoo.load_agent(ZOO_AGENT).act(obs), seed0.act(obs))  # seed 0 by default
+    assert not zoo.load_agent(ZOO_AGENT, deterministic=False).deterministic
     pairs = zip(agent.parameters().values(), seed0.parameters().values(), strict=True)
     assert not all(torch.equal(a, b) for a, b in pairs)
     with pytest.raises(InvalidArgument, match="`seed` must be one of"):
-        zoo.load(ZOO_AGENT, seed=99)
+        zoo.load_agent(ZOO_AGENT, seed=99)
 
 
 def _episode_return(agent: Agent, env_id: str, seed: int) -> float:
@@ -735,7 +735,7 @@ def test_zoo_weights_reproduce_the_card() -> None:
     info = zoo.card(ZOO_AGENT)
     first_seed = info["evaluation"]["first_seed"]
     assert first_seed == 10_000
-    agent = zoo.load(ZOO_AGENT, seed=0)
+    agent = zoo.load_agent(ZOO_AGENT, seed=0)
     assert isinstance(agent, SB3Agent)
     state = torch.load(zoo.DIRECTORY / info["seeds"]["0"]["file"], weights_only=True)
     assert all(torch.equal(t, state[name]) for name, t in agent.policy.state_dict().items())
@@ -744,7 +744,7 @@ def test_zoo_weights_reproduce_the_card() -> None:
 
 
 def test_adapt_accepts_zoo_agent(cartpole: gym.Env[Any, Any]) -> None:
-    agent = zoo.load(ZOO_AGENT)
+    agent = zoo.load_agent(ZOO_AGENT)
     assert agents.adapt(agent) is agent
     agents.check_compatible(agent, cartpole)
 

@@ -12,8 +12,9 @@ import pytest
 import torch
 
 import rlwrappers as rw
-from rlwrappers import attacks, error
+from rlwrappers import error
 from rlwrappers.agents import CallableAgent, TorchAgent
+from rlwrappers.functional import attacks
 from rlwrappers.testing import check_wrapper
 
 torchattacks = pytest.importorskip("torchattacks")
@@ -42,7 +43,7 @@ def breakout(terminal_on_life_loss: bool = True) -> gym.Env:
 
 @pytest.fixture(scope="module")
 def ppo_breakout() -> rw.agents.Agent:
-    return rw.agents.load(
+    return rw.load_agent(
         shared_agent("ppo-BreakoutNoFrameskip-v4-seed0.zip"), observation_space=breakout().observation_space
     )
 
@@ -100,7 +101,7 @@ def test_fgsm_before_requantization_equals_torchattacks_on_the_ppo_breakout_agen
 @pytest.mark.slow
 def test_fgsm_and_pgd_equal_torchattacks_on_the_dqn_agents_q_values(breakout_states):
     space = breakout().observation_space
-    dqn = rw.agents.load(shared_agent("dqn-BreakoutNoFrameskip-v4-seed0.zip"), observation_space=space)
+    dqn = rw.load_agent(shared_agent("dqn-BreakoutNoFrameskip-v4-seed0.zip"), observation_space=space)
     x01 = torch.as_tensor(breakout_states, dtype=torch.float32) / 255.0
     model = PixelModel(dqn)
     labels = model(x01).argmax(-1)
@@ -165,7 +166,7 @@ def test_fgsm_moves_every_coordinate_by_eps_on_an_unbounded_space():
 
 # -- the log --------------------------------------------------------------------------------------------
 def test_each_step_row_records_the_decision_made_on_the_attacked_observation(tmp_path):
-    agent = rw.zoo.load("ppo-CartPole-v1")
+    agent = rw.load_agent("ppo-CartPole-v1")
     env = rw.Recorder(rw.FGSM(gym.make("CartPole-v1"), eps=0.2, agent=agent), tmp_path / "log")
     for seed in range(2):
         obs, info = env.reset(seed=seed)
@@ -175,7 +176,7 @@ def test_each_step_row_records_the_decision_made_on_the_attacked_observation(tmp
             obs, _, terminated, truncated, _ = env.step(agent.act_one(obs))
             done = terminated or truncated
     env.close()
-    steps = rw.load(tmp_path / "log").steps
+    steps = rw.read_log(tmp_path / "log").steps
     assert steps["fgsm.active"].all()
     assert (steps["fgsm.action"] == steps["action"]).all()
     assert (steps["fgsm.flipped"] == (steps["fgsm.action"] != steps["fgsm.clean_action"])).all()
@@ -318,7 +319,7 @@ def test_the_ppo_breakout_agent_responds_to_eps_between_0002_and_001(ppo_breakou
     env = rw.Recorder(rw.FGSM(breakout(), eps=0.002, agent=ppo_breakout), log)
     _play(ppo_breakout, env, 1)
     env.close()
-    steps = rw.load(log).steps
+    steps = rw.read_log(log).steps
     assert steps["fgsm.flipped"].mean() > 0.9
     assert np.allclose(steps["fgsm.linf"], 1 / 255)
 

@@ -9,6 +9,7 @@ from gymnasium.utils.env_checker import check_env
 
 import rlwrappers as rw
 from rlwrappers import envs, error
+from rlwrappers.core import INFO_KEY
 from rlwrappers.testing import check_wrapper
 
 #: The FGSM the adversarial agent was trained against (its card's "trained_under", always on here).
@@ -166,8 +167,8 @@ def play(agent: rw.agents.Agent, env: gym.Env, seeds: range) -> tuple[list[float
             obs, reward, terminated, truncated, info = env.step(agent.act_one(obs))
             total += float(reward)
             done = terminated or truncated
-            if "fgsm" in info.get(rw.INFO_KEY, {}):
-                flips.append(info[rw.INFO_KEY]["fgsm"]["flipped"])
+            if "fgsm" in info.get(INFO_KEY, {}):
+                flips.append(info[INFO_KEY]["fgsm"]["flipped"])
         returns.append(total)
     return returns, float(np.mean(flips)) if flips else 0.0
 
@@ -176,7 +177,7 @@ def test_the_clean_zoo_agent_catches_nearly_every_ball() -> None:
     pytest.importorskip("stable_baselines3")
     card = rw.zoo.card("ppo-Catch-v0")
     assert card["env_id"] == "rlwrappers/Catch-v0" and card["policy"] == "CnnPolicy" and card["trained_under"] is None
-    agent = rw.zoo.load("ppo-Catch-v0", seed=0)
+    agent = rw.load_agent("ppo-Catch-v0", seed=0)
     returns, _ = play(agent, gym.make("rlwrappers/Catch-v0"), range(100, 103))
     assert min(returns) >= 8 and np.mean(returns) >= 9
 
@@ -186,7 +187,7 @@ def test_the_adversarially_trained_agent_flips_less_under_fgsm() -> None:
     assert rw.zoo.card("ppo-Catch-v0-fgsm")["trained_under"].startswith(TRAINING_FGSM[:-1])
     rates = {}
     for name in ("ppo-Catch-v0", "ppo-Catch-v0-fgsm"):
-        agent = rw.zoo.load(name, seed=0)
+        agent = rw.load_agent(name, seed=0)
         env = rw.wrap(gym.make("rlwrappers/Catch-v0", balls=2), TRAINING_FGSM)
         assert rw.attach(env, agent) == 1
         _, rates[name] = play(agent, env, range(200, 203))

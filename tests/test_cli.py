@@ -12,6 +12,7 @@ import pytest
 
 import rlwrappers as rw
 from rlwrappers import cli, schedule
+from rlwrappers.studies import shift_impact
 
 HEADINGS = ("Registered IDs", "Perturbations (", "Schedules (")
 
@@ -215,7 +216,7 @@ def test_the_protocols_default_to_ten_seeds():
     parser, _ = cli._parser()
     args = parser.parse_args(["evaluate", "--env", "E", "--agent", "A", "--out", "o", "--shift-at-episode"])
     assert args.shift_at_episode == cli.HALFWAY and cli._shift_at(args.shift_at_episode, 40) == 20
-    assert cli._run_options(args, rw.protocol.SEEDS)["seeds"] == 10
+    assert cli._run_options(args, shift_impact.SEEDS)["seeds"] == 10
     plain = parser.parse_args(["evaluate", "--env", "E", "--agent", "A", "--out", "o"])
     assert cli._run_options(plain)["seeds"] == cli.SEEDS == 5
 

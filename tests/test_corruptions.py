@@ -19,9 +19,9 @@ from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 from scipy import ndimage
 
 import rlwrappers as rw
-from rlwrappers import corruptions as C
 from rlwrappers import error
 from rlwrappers.core import Entry
+from rlwrappers.functional import corruptions
 from rlwrappers.testing import SpaceEnv, check_spec_roundtrip, check_wrapper
 from rlwrappers.wrappers.corruption import (
     JPEG,
@@ -66,12 +66,12 @@ def image_env(shape: tuple[int, ...]) -> Callable[[], gym.Env]:
 @pytest.mark.parametrize(("alpha", "beta"), [(1.2, 40), (0.9, 20), (1.7, 40), (2.4, -275), (2.4, -260), (0.5, 0.25)])
 def test_brightness_contrast_is_the_saturated_linear_map(alpha, beta):
     expected = np.clip(np.rint(RGB.astype(np.float64) * alpha + beta), 0, 255).astype(np.uint8)
-    assert np.array_equal(C.brightness_contrast(RGB, alpha, beta), expected)
+    assert np.array_equal(corruptions.brightness_contrast(RGB, alpha, beta), expected)
 
 
 def test_brightness_contrast_saturates_instead_of_taking_the_absolute_value():
     dark = np.array([[0, 50, 100, 200]], np.uint8)
-    out = C.brightness_contrast(dark, 2.4, -275)
+    out = corruptions.brightness_contrast(dark, 2.4, -275)
     assert out.tolist() == [[0, 0, 0, 205]]
     # opencv's convertScaleAbs would turn the dark pixels bright: |0 * 2.4 - 275| saturates to 255.
     assert cv2.convertScaleAbs(dark, alpha=2.4, beta=-275).tolist()[0][0] == 255
@@ -82,20 +82,20 @@ def test_brightness_contrast_saturates_instead_of_taking_the_absolute_value():
 def test_median_blur_is_the_median_of_each_k_by_k_neighbourhood(k, frame):
     size = (k, k) if frame.ndim == 2 else (k, k, 1)
     expected = ndimage.median_filter(frame, size=size, mode="nearest")
-    assert np.array_equal(C.median_blur(frame, k), expected)
+    assert np.array_equal(corruptions.median_blur(frame, k), expected)
 
 
 def test_median_blur_matches_a_numpy_median_in_the_interior():
-    out = C.median_blur(GRAY, 3)
+    out = corruptions.median_blur(GRAY, 3)
     for r, c in [(1, 1), (5, 7), (21, 17), (11, 9)]:
         assert out[r, c] == np.median(GRAY[r - 1 : r + 2, c - 1 : c + 2])
 
 
 def test_rotate_by_quarter_turns_is_exact():
     square = RNG.integers(0, 256, (17, 17, 3), dtype=np.uint8)
-    assert np.array_equal(C.rotate(square, 90), np.rot90(square))  # counter-clockwise as displayed
-    assert np.array_equal(C.rotate(square, -90), np.rot90(square, -1))
-    assert np.array_equal(C.rotate(GRAY, 180), GRAY[::-1, ::-1])  # about the centre, also for unequal sides
+    assert np.array_equal(corruptions.rotate(square, 90), np.rot90(square))  # counter-clockwise as displayed
+    assert np.array_equal(corruptions.rotate(square, -90), np.rot90(square, -1))
+    assert np.array_equal(corruptions.rotate(GRAY, 180), GRAY[::-1, ::-1])  # about the centre, also for unequal sides
 
 
 @pytest.mark.parametrize("degrees", [1.4, -3.0, 5.0])
@@ -105,7 +105,7 @@ def test_rotate_is_the_bilinear_warp_about_the_centre(degrees):
     a, b = math.cos(math.radians(degrees)), math.sin(math.radians(degrees))
     matrix = np.array([[a, b, (1 - a) * cx - b * cy], [-b, a, b * cx + (1 - a) * cy]])
     expected = cv2.warpAffine(RGB, matrix, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
-    assert np.array_equal(C.rotate(RGB, degrees), expected)
+    assert np.array_equal(corruptions.rotate(RGB, degrees), expected)
 
 
 def shifted(frame: np.ndarray, ti: int, tj: int) -> np.ndarray:
@@ -121,18 +121,18 @@ def shifted(frame: np.ndarray, ti: int, tj: int) -> np.ndarray:
 
 @pytest.mark.parametrize(("ti", "tj"), [(1, 1), (0, 1), (2, 1), (1, 2), (2, 2), (-3, 0), (0, -5), (19, 0), (-40, 7)])
 def test_translate_moves_content_by_ti_columns_and_tj_rows(ti, tj):
-    assert np.array_equal(C.translate(RGB, ti, tj), shifted(RGB, ti, tj))
+    assert np.array_equal(corruptions.translate(RGB, ti, tj), shifted(RGB, ti, tj))
     h, w = GRAY.shape
     matrix = np.array([[1.0, 0.0, ti], [0.0, 1.0, tj]])
     expected = cv2.warpAffine(GRAY, matrix, (w, h), flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_CONSTANT)
-    assert np.array_equal(C.translate(GRAY, ti, tj), expected)
+    assert np.array_equal(corruptions.translate(GRAY, ti, tj), expected)
 
 
 def test_perspective_moves_each_corner_by_norm_times_its_direction():
     frame = np.zeros((30, 40), np.uint8)
     for value, (r, c) in zip((10, 20, 30, 40), [(0, 0), (0, 39), (29, 39), (29, 0)], strict=True):
         frame[r, c] = value
-    out = C.perspective(frame, 3.0, [(1, 0), (0, 1), (-1, 0), (0, -1)])
+    out = corruptions.perspective(frame, 3.0, [(1, 0), (0, 1), (-1, 0), (0, -1)])
     # top-left moves 3 right, top-right 3 down, bottom-right 3 left, bottom-left 3 up
     assert [out[0, 3], out[3, 39], out[29, 36], out[26, 0]] == [10, 20, 30, 40]
 
@@ -143,17 +143,20 @@ def test_perspective_is_the_warp_of_the_corner_map():
     target = source + np.float32(2.5) * np.float32(DIRECTIONS)
     matrix = cv2.getPerspectiveTransform(source, target)
     expected = cv2.warpPerspective(RGB, matrix, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
-    assert np.array_equal(C.perspective(RGB, 2.5, DIRECTIONS), expected)
+    assert np.array_equal(corruptions.perspective(RGB, 2.5, DIRECTIONS), expected)
 
 
 def test_perspective_directions_lie_in_the_unit_disk_with_the_largest_on_the_circle():
     for seed in range(20):
-        d = C.perspective_directions(np.random.default_rng(seed))
+        d = corruptions.perspective_directions(np.random.default_rng(seed))
         norms = np.hypot(d[:, 0], d[:, 1])
         assert d.shape == (4, 2) and norms.max() == pytest.approx(1.0) and np.all(norms <= 1.0 + 1e-12)
-    same = C.perspective_directions(np.random.default_rng(3)), C.perspective_directions(np.random.default_rng(3))
+    same = (
+        corruptions.perspective_directions(np.random.default_rng(3)),
+        corruptions.perspective_directions(np.random.default_rng(3)),
+    )
     assert np.array_equal(*same)
-    assert not np.array_equal(same[0], C.perspective_directions(np.random.default_rng(4)))
+    assert not np.array_equal(same[0], corruptions.perspective_directions(np.random.default_rng(4)))
 
 
 def direct_jpeg(frame: np.ndarray, quality: int) -> np.ndarray:
@@ -167,36 +170,36 @@ def direct_jpeg(frame: np.ndarray, quality: int) -> np.ndarray:
 @pytest.mark.parametrize("quality", [5, 20, 75])
 @pytest.mark.parametrize("frame", [GRAY, RGB, SMOOTH], ids=["gray", "rgb", "smooth"])
 def test_jpeg_is_an_encode_decode_round_trip(quality, frame):
-    out = C.jpeg(frame, quality)
+    out = corruptions.jpeg(frame, quality)
     assert np.array_equal(out, direct_jpeg(frame, quality))
     assert not np.array_equal(out, frame)
 
 
 def test_jpeg_quality_100_is_close_but_not_an_identity():
     frame, _ = raw_breakout().reset(seed=0)
-    errors = {q: np.abs(C.jpeg(frame, q).astype(int) - frame).mean() for q in (10, 50, 100)}
+    errors = {q: np.abs(corruptions.jpeg(frame, q).astype(int) - frame).mean() for q in (10, 50, 100)}
     assert errors[100] < errors[50] < errors[10]
     assert 0 < errors[100] < 2.0  # chroma subsampling still blurs sharp colour edges
     smooth = np.stack([SMOOTH, 255 - SMOOTH, SMOOTH // 2], axis=-1)
-    assert np.abs(C.jpeg(smooth, 100).astype(int) - smooth).mean() < 1.0
+    assert np.abs(corruptions.jpeg(smooth, 100).astype(int) - smooth).mean() < 1.0
 
 
 # -- identities, layouts, no mutation ------------------------------------------------------------------------
 
 CORRUPT: dict[str, Callable[..., np.ndarray]] = {
-    "brightness_contrast": lambda x, **kw: C.brightness_contrast(x, 1.7, -40, **kw),
-    "median_blur": lambda x, **kw: C.median_blur(x, 5, **kw),
-    "rotate": lambda x, **kw: C.rotate(x, 3.0, **kw),
-    "translate": lambda x, **kw: C.translate(x, 2, -1, **kw),
-    "perspective": lambda x, **kw: C.perspective(x, 2.0, DIRECTIONS, **kw),
-    "jpeg": lambda x, **kw: C.jpeg(x, 30, **kw),
+    "brightness_contrast": lambda x, **kw: corruptions.brightness_contrast(x, 1.7, -40, **kw),
+    "median_blur": lambda x, **kw: corruptions.median_blur(x, 5, **kw),
+    "rotate": lambda x, **kw: corruptions.rotate(x, 3.0, **kw),
+    "translate": lambda x, **kw: corruptions.translate(x, 2, -1, **kw),
+    "perspective": lambda x, **kw: corruptions.perspective(x, 2.0, DIRECTIONS, **kw),
+    "jpeg": lambda x, **kw: corruptions.jpeg(x, 30, **kw),
 }
 IDENTITY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "brightness_contrast": lambda x: C.brightness_contrast(x, 1, 0),
-    "median_blur": lambda x: C.median_blur(x, 1),
-    "rotate": lambda x: C.rotate(x, 0),
-    "translate": lambda x: C.translate(x, 0, 0),
-    "perspective": lambda x: C.perspective(x, 0, DIRECTIONS),
+    "brightness_contrast": lambda x: corruptions.brightness_contrast(x, 1, 0),
+    "median_blur": lambda x: corruptions.median_blur(x, 1),
+    "rotate": lambda x: corruptions.rotate(x, 0),
+    "translate": lambda x: corruptions.translate(x, 0, 0),
+    "perspective": lambda x: corruptions.perspective(x, 0, DIRECTIONS),
 }
 
 
@@ -209,9 +212,12 @@ def test_identity_parameters_return_an_equal_new_array(name, x):
 
 def test_identities_through_opencv_are_exact_too():
     # The warps and the table give the identity at these parameters even without the shortcut.
-    assert np.array_equal(C._warp(RGB.shape, "hwc", C._rotation_matrix(RGB.shape, "hwc", 0.0))(RGB), RGB)
     assert np.array_equal(
-        C._warp(RGB.shape, "hwc", C._perspective_matrix(RGB.shape, "hwc", 0.0, np.eye(4, 2)))(RGB), RGB
+        corruptions._warp(RGB.shape, "hwc", corruptions._rotation_matrix(RGB.shape, "hwc", 0.0))(RGB), RGB
+    )
+    assert np.array_equal(
+        corruptions._warp(RGB.shape, "hwc", corruptions._perspective_matrix(RGB.shape, "hwc", 0.0, np.eye(4, 2)))(RGB),
+        RGB,
     )
     assert np.array_equal(cv2.LUT(RGB, np.arange(256, dtype=np.uint8)), RGB)
 
@@ -270,62 +276,77 @@ def test_empty_batches_pass_through():
 
 # (id, call, error class, substrings of the message)
 BAD: list[tuple[str, Callable[[], Any], type[Exception], tuple[str, ...]]] = [
-    ("x-float", lambda: C.rotate(RGB.astype(np.float32), 1.0), error.InvalidType, ("`x`", "float32")),
-    ("x-list", lambda: C.jpeg(GRAY.tolist(), 20), error.InvalidType, ("`x`", "list")),
-    ("x-1d", lambda: C.median_blur(np.zeros(5, np.uint8), 3), error.InvalidArgument, ("`x`", "(5,)")),
+    ("x-float", lambda: corruptions.rotate(RGB.astype(np.float32), 1.0), error.InvalidType, ("`x`", "float32")),
+    ("x-list", lambda: corruptions.jpeg(GRAY.tolist(), 20), error.InvalidType, ("`x`", "list")),
+    ("x-1d", lambda: corruptions.median_blur(np.zeros(5, np.uint8), 3), error.InvalidArgument, ("`x`", "(5,)")),
     (
         "x-ambiguous",
-        lambda: C.rotate(np.zeros((4, 4, 4), np.uint8), 1.0),
+        lambda: corruptions.rotate(np.zeros((4, 4, 4), np.uint8), 1.0),
         error.InvalidArgument,
         ("layout", "(4, 4, 4)"),
     ),
-    ("layout-unknown", lambda: C.rotate(RGB, 1.0, layout="hwcc"), error.UnknownName, ("`layout`", "'hwcc'", "`hwc`")),
+    (
+        "layout-unknown",
+        lambda: corruptions.rotate(RGB, 1.0, layout="hwcc"),
+        error.UnknownName,
+        ("`layout`", "'hwcc'", "`hwc`"),
+    ),
     (
         "layout-axes",
-        lambda: C.rotate(GRAY, 1.0, layout="chw"),
+        lambda: corruptions.rotate(GRAY, 1.0, layout="chw"),
         error.InvalidArgument,
         ("`layout`", "'chw'", "(23, 19)"),
     ),
-    ("alpha-type", lambda: C.brightness_contrast(RGB, "1", 0), error.InvalidType, ("`alpha`", "'1'")),
-    ("beta-nan", lambda: C.brightness_contrast(RGB, 1, math.nan), error.InvalidArgument, ("`beta`", "nan")),
-    ("k-even", lambda: C.median_blur(GRAY, 4), error.InvalidArgument, ("`k` must be an odd integer >= 1, received 4",)),
-    ("k-zero", lambda: C.median_blur(GRAY, 0), error.InvalidArgument, ("`k`", "received 0")),
-    ("k-negative", lambda: C.median_blur(GRAY, -3), error.InvalidArgument, ("`k`", "received -3")),
-    ("k-float", lambda: C.median_blur(GRAY, 3.0), error.InvalidType, ("`k`", "3.0", "float")),
-    ("k-bool", lambda: C.median_blur(GRAY, True), error.InvalidType, ("`k`", "True")),
-    ("degrees-inf", lambda: C.rotate(GRAY, math.inf), error.InvalidArgument, ("`degrees`", "inf")),
-    ("ti-float", lambda: C.translate(GRAY, 1.5, 0), error.InvalidType, ("`ti`", "integer", "1.5")),
-    ("tj-str", lambda: C.translate(GRAY, 1, "2"), error.InvalidType, ("`tj`", "'2'")),
-    ("quality-zero", lambda: C.jpeg(GRAY, 0), error.InvalidArgument, ("`quality`", "[1, 100]", "received 0")),
-    ("quality-high", lambda: C.jpeg(GRAY, 101), error.InvalidArgument, ("`quality`", "101")),
-    ("quality-float", lambda: C.jpeg(GRAY, 50.0), error.InvalidType, ("`quality`", "50.0")),
-    ("norm-negative", lambda: C.perspective(GRAY, -1.0, DIRECTIONS), error.InvalidArgument, ("`norm`", ">= 0", "-1.0")),
+    ("alpha-type", lambda: corruptions.brightness_contrast(RGB, "1", 0), error.InvalidType, ("`alpha`", "'1'")),
+    ("beta-nan", lambda: corruptions.brightness_contrast(RGB, 1, math.nan), error.InvalidArgument, ("`beta`", "nan")),
+    (
+        "k-even",
+        lambda: corruptions.median_blur(GRAY, 4),
+        error.InvalidArgument,
+        ("`k` must be an odd integer >= 1, received 4",),
+    ),
+    ("k-zero", lambda: corruptions.median_blur(GRAY, 0), error.InvalidArgument, ("`k`", "received 0")),
+    ("k-negative", lambda: corruptions.median_blur(GRAY, -3), error.InvalidArgument, ("`k`", "received -3")),
+    ("k-float", lambda: corruptions.median_blur(GRAY, 3.0), error.InvalidType, ("`k`", "3.0", "float")),
+    ("k-bool", lambda: corruptions.median_blur(GRAY, True), error.InvalidType, ("`k`", "True")),
+    ("degrees-inf", lambda: corruptions.rotate(GRAY, math.inf), error.InvalidArgument, ("`degrees`", "inf")),
+    ("ti-float", lambda: corruptions.translate(GRAY, 1.5, 0), error.InvalidType, ("`ti`", "integer", "1.5")),
+    ("tj-str", lambda: corruptions.translate(GRAY, 1, "2"), error.InvalidType, ("`tj`", "'2'")),
+    ("quality-zero", lambda: corruptions.jpeg(GRAY, 0), error.InvalidArgument, ("`quality`", "[1, 100]", "received 0")),
+    ("quality-high", lambda: corruptions.jpeg(GRAY, 101), error.InvalidArgument, ("`quality`", "101")),
+    ("quality-float", lambda: corruptions.jpeg(GRAY, 50.0), error.InvalidType, ("`quality`", "50.0")),
+    (
+        "norm-negative",
+        lambda: corruptions.perspective(GRAY, -1.0, DIRECTIONS),
+        error.InvalidArgument,
+        ("`norm`", ">= 0", "-1.0"),
+    ),
     (
         "directions-shape",
-        lambda: C.perspective(GRAY, 1.0, DIRECTIONS[:3]),
+        lambda: corruptions.perspective(GRAY, 1.0, DIRECTIONS[:3]),
         error.InvalidArgument,
         ("`directions`", "(4, 2)", "(3, 2)"),
     ),
     (
         "directions-norm",
-        lambda: C.perspective(GRAY, 1.0, np.array(DIRECTIONS) / 2),
+        lambda: corruptions.perspective(GRAY, 1.0, np.array(DIRECTIONS) / 2),
         error.InvalidArgument,
         ("`directions`", "norm 1", "0.5"),
     ),
-    ("directions-text", lambda: C.perspective(GRAY, 1.0, "up"), error.InvalidType, ("`directions`", "'up'")),
+    ("directions-text", lambda: corruptions.perspective(GRAY, 1.0, "up"), error.InvalidType, ("`directions`", "'up'")),
     (
         "directions-nan",
-        lambda: C.perspective(GRAY, 1.0, [(1, 0), (0, math.nan), (0, 0), (0, 0)]),
+        lambda: corruptions.perspective(GRAY, 1.0, [(1, 0), (0, math.nan), (0, 0), (0, 0)]),
         error.InvalidArgument,
         ("`directions`", "finite"),
     ),
     (
         "norm-folds",
-        lambda: C.perspective(GRAY, 30.0, [(1, 0), (-1, 0), (1, 0), (-1, 0)]),
+        lambda: corruptions.perspective(GRAY, 30.0, [(1, 0), (-1, 0), (1, 0), (-1, 0)]),
         error.InvalidArgument,
         ("`norm`", "30.0", "convex"),
     ),
-    ("rng-type", lambda: C.perspective_directions(0), error.InvalidType, ("`rng`", "int")),
+    ("rng-type", lambda: corruptions.perspective_directions(0), error.InvalidType, ("`rng`", "int")),
     ("wrapper-k", lambda: MedianBlur(image_env((210, 160, 3))(), k=4), error.InvalidArgument, ("`k`", "received 4")),
     ("wrapper-quality", lambda: JPEG(image_env((210, 160, 3))(), quality=0), error.InvalidArgument, ("`quality`", "0")),
     ("wrapper-norm", lambda: Perspective(image_env((210, 160, 3))(), norm=-2), error.InvalidArgument, ("`norm`", "-2")),
@@ -396,12 +417,14 @@ WRAPPERS: dict[str, Callable[[gym.Env], gym.Env]] = {
     "jpeg": lambda e: JPEG(e, quality=15),
 }
 PURE: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "brightness_contrast": lambda x: C.brightness_contrast(x, 2.4, -260),
-    "median_blur": lambda x: C.median_blur(x, 5),
-    "rotate": lambda x: C.rotate(x, 1.8),
-    "translate": lambda x: C.translate(x, 2, 1),
-    "perspective": lambda x: C.perspective(x, 3.0, C.perspective_directions(np.random.default_rng(7))),
-    "jpeg": lambda x: C.jpeg(x, 15),
+    "brightness_contrast": lambda x: corruptions.brightness_contrast(x, 2.4, -260),
+    "median_blur": lambda x: corruptions.median_blur(x, 5),
+    "rotate": lambda x: corruptions.rotate(x, 1.8),
+    "translate": lambda x: corruptions.translate(x, 2, 1),
+    "perspective": lambda x: corruptions.perspective(
+        x, 3.0, corruptions.perspective_directions(np.random.default_rng(7))
+    ),
+    "jpeg": lambda x: corruptions.jpeg(x, 15),
 }
 
 
@@ -479,9 +502,11 @@ def test_on_raw_frames_the_corruption_must_sit_under_preprocessing_that_takes_ob
     keep = Keep(gym.make("ALE/Breakout-v5", frameskip=1))
     env = gym.wrappers.MaxAndSkipObservation(Rotate(keep, degrees=5), skip=4)
     obs, _ = env.reset(seed=0)
-    assert np.array_equal(obs, C.rotate(keep.seen[-1], 5.0))
+    assert np.array_equal(obs, corruptions.rotate(keep.seen[-1], 5.0))
     obs = env.step(1)[0]
-    assert np.array_equal(obs, np.maximum(C.rotate(keep.seen[-1], 5.0), C.rotate(keep.seen[-2], 5.0)))
+    assert np.array_equal(
+        obs, np.maximum(corruptions.rotate(keep.seen[-1], 5.0), corruptions.rotate(keep.seen[-2], 5.0))
+    )
 
 
 def test_the_same_perspective_holds_in_every_episode_and_run():
@@ -489,10 +514,10 @@ def test_the_same_perspective_holds_in_every_episode_and_run():
     assert np.array_equal(first.perturbations[0].corner_directions(), second.perturbations[0].corner_directions())
     keep = Keep(raw_breakout())
     env = Perspective(keep, norm=2)
-    drawn = C.perspective_directions(np.random.default_rng(0))
+    drawn = corruptions.perspective_directions(np.random.default_rng(0))
     for seed in (None, 1, None):  # episodes of several seeds: the camera stays the same
         obs, _ = env.reset(seed=seed)
-        assert np.array_equal(obs, C.perspective(keep.seen[-1], 2.0, drawn))
+        assert np.array_equal(obs, corruptions.perspective(keep.seen[-1], 2.0, drawn))
     other = Perspective(raw_breakout(), norm=2, seed=1).perturbations[0].corner_directions()
     assert not np.array_equal(other, first.perturbations[0].corner_directions())
 
@@ -551,6 +576,6 @@ def test_the_space_and_dtype_are_kept():
 
 
 def test_importing_the_modules_does_not_import_opencv():
-    code = "import sys, rlwrappers.corruptions, rlwrappers.wrappers.corruption; print('cv2' in sys.modules)"
+    code = "import sys, rlwrappers.functional.corruptions, rlwrappers.wrappers.corruption; print('cv2' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "False"

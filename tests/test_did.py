@@ -11,6 +11,7 @@ import pytest
 import rlwrappers as rw
 from rlwrappers.error import InvalidArgument, InvalidType
 from rlwrappers.metrics import difference_in_differences
+from rlwrappers.studies import Execution
 
 
 def test_eq_4_by_hand_per_seed_with_the_standard_error() -> None:
@@ -59,8 +60,7 @@ def test_a_shift_from_episode_t_in_a_real_evaluation(tmp_path: Path) -> None:
         episodes=6,
         seeds=2,
         out=tmp_path,
-        workers=1,
-        progress=False,
+        execution=Execution(workers=1, progress=False),
     )
     table = result.episodes()
     arm = table[table["shift"] == "late noise"].sort_values(["run_seed", "episode"])
@@ -74,7 +74,7 @@ def test_a_shift_from_episode_t_in_a_real_evaluation(tmp_path: Path) -> None:
 
 def test_the_three_panels_draw_the_returns_and_both_impacts() -> None:
     pytest.importorskip("matplotlib")
-    from rlwrappers import plots
+    from rlwrappers.report import plots
 
     rng = np.random.default_rng(1)
     control = rng.normal(100.0, 5.0, (3, 40))

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from rlwrappers.envs.toybox import interventions as catalogues
 
 import rlwrappers as rw
-from rlwrappers import core, interventions
+from rlwrappers import core
+from rlwrappers.logs import Log
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -57,10 +59,10 @@ def _isolated_registries() -> Iterator[None]:
         importlib.import_module("ale_py")
     env_ids = set(gym.registry)
     perturbations, wrappers = dict(core._REGISTRY), dict(core._WRAPPERS)
-    defined = {game: dict(entries) for game, entries in interventions._DEFINED.items()}
+    defined = {game: dict(entries) for game, entries in catalogues._DEFINED.items()}
     yield
-    interventions._DEFINED.clear()
-    interventions._DEFINED.update(defined)
+    catalogues._DEFINED.clear()
+    catalogues._DEFINED.update(defined)
     for env_id in set(gym.registry) - env_ids:
         del gym.registry[env_id]
     core._REGISTRY.clear()
@@ -128,7 +130,7 @@ def test_readme_claims(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     namespace = run_page(ROOT / "README.md")
     assert re.fullmatch(r"rlwrappers/CartPole-obs_noise_std_0\.2-[0-9a-f]{8}-v1", str(namespace["env_id"]))
     log = namespace["log"]
-    assert isinstance(log, rw.Log)
+    assert isinstance(log, Log)
     assert list(log.episodes["seed"]) == [0, 1, 2]
     assert len(rw.catalogue()) == 60
 
@@ -171,7 +173,7 @@ def test_quickstart_runs_and_prints_the_summary(tmp_path: Path) -> None:
     for heading in ("clean return", "perturbed return", "obs_noise steps", "sticky_action steps", "stuck steps"):
         assert heading in text
     assert "mean return: clean" in text
-    clean, perturbed = rw.load(out / "clean"), rw.load(out / "perturbed")
+    clean, perturbed = rw.read_log(out / "clean"), rw.read_log(out / "perturbed")
     assert list(clean.episodes["seed"]) == list(perturbed.episodes["seed"]) == [0, 1, 2]
     assert [p["label"] for p in perturbed.meta["perturbations"]] == ["obs_noise", "sticky_action", "dynamics_shift"]
     assert clean.meta["perturbations"] == []
@@ -201,7 +203,7 @@ def test_cleanrl_example_trains_and_evaluates(tmp_path: Path) -> None:
     args = ["--total-timesteps", "256", "--num-envs", "2", "--num-steps", "64", "--update-epochs", "1"]
     text = run_example("cleanrl_ppo_cartpole.py", *args, "--eval-episodes", "2", "--out", str(out), tmp_path=tmp_path)
     assert "iteration 2/2" in text and "clean return" in text and "perturbed return" in text
-    clean, perturbed = rw.load(out / "eval-clean" / "env0"), rw.load(out / "eval-perturbed" / "env0")
+    clean, perturbed = rw.read_log(out / "eval-clean" / "env0"), rw.read_log(out / "eval-perturbed" / "env0")
     assert list(clean.episodes["seed"]) == list(perturbed.episodes["seed"]) == [1001, 1002]
     assert [p["name"] for p in perturbed.meta["perturbations"]] == ["obs_noise", "sticky_action"]
 

@@ -13,8 +13,11 @@ import torch
 
 import rlwrappers as rw
 from rlwrappers.agents import CallableAgent, SB3Agent
-from rlwrappers.error import IncompatibleSpace, InvalidArgument, LogError, UnknownName
-from rlwrappers.evaluation import BASELINE, episode_seed
+from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType, LogError, UnknownName
+from rlwrappers.logs import Log
+from rlwrappers.studies import EnvSetup, Execution, Timing
+from rlwrappers.studies.design import BASELINE, episode_seed
+from rlwrappers.studies.results import Evaluation
 
 CARTPOLE = gym.make("CartPole-v1")
 SPACES = (CARTPOLE.observation_space, CARTPOLE.action_space)
@@ -30,16 +33,16 @@ def jitter(obs: np.ndarray, rng: np.random.Generator) -> int:
     return int(rng.integers(2)) if rng.random() < 0.25 else balance(obs)
 
 
-def sweep(out: Path, agent: object = None, **kwargs: object) -> rw.evaluation.Evaluation:
-    options: dict[str, object] = dict(episodes=3, seeds=2, workers=1, progress=False)
+def sweep(out: Path, agent: object = None, **kwargs: object) -> Evaluation:
+    options: dict[str, object] = dict(episodes=3, seeds=2, execution=Execution(workers=1, progress=False))
     options.update(kwargs)
     shifts = options.pop("shifts", ["obs_noise(std=0.3)", "action_noise(p=0.3)"])
     agent = agent if agent is not None else CallableAgent(jitter, *SPACES)
     return rw.evaluate(agent, "CartPole-v1", shifts, out=out, **options)  # type: ignore[arg-type]
 
 
-def logs(evaluation: rw.evaluation.Evaluation) -> dict[str, rw.Log]:
-    return {row.path: rw.load(evaluation.path / row.path) for row in evaluation.index.itertuples()}
+def logs(evaluation: Evaluation) -> dict[str, Log]:
+    return {row.path: rw.read_log(evaluation.path / row.path) for row in evaluation.index.itertuples()}
 
 
 def test_every_arm_runs_every_seed_and_the_baseline_is_shared(tmp_path):
@@ -83,8 +86,8 @@ def test_other_seeds_give_other_episodes(tmp_path):
 
 
 def test_two_workers_give_the_same_returns_as_one(tmp_path):
-    one = sweep(tmp_path / "one", workers=1).episodes()
-    two = sweep(tmp_path / "two", workers=2).episodes()
+    one = sweep(tmp_path / "one", execution=Execution(workers=1, progress=False)).episodes()
+    two = sweep(tmp_path / "two", execution=Execution(workers=2, progress=False)).episodes()
     key = ["agent", "shift", "run_seed", "episode"]
     pd.testing.assert_frame_equal(
         one.sort_values(key).reset_index(drop=True), two.sort_values(key).reset_index(drop=True)
@@ -95,9 +98,11 @@ def test_two_workers_give_the_same_returns_as_one(tmp_path):
 def test_a_ray_sweep_gives_the_same_returns_as_a_local_one(tmp_path):
     pytest.importorskip("ray")
     # Ray workers import the agent's code: a zoo agent (by name) rather than a function of this test module.
-    options = dict(agent="ppo-CartPole-v1", deterministic=False, workers=2)
-    local = sweep(tmp_path / "local", **options).episodes()
-    remote = sweep(tmp_path / "ray", backend="ray", **options).episodes()
+    options = dict(agent="ppo-CartPole-v1", deterministic=False)
+    local = sweep(tmp_path / "local", **options, execution=Execution(workers=2, progress=False)).episodes()
+    remote = sweep(
+        tmp_path / "ray", **options, execution=Execution(backend="ray", workers=2, progress=False)
+    ).episodes()
     assert local["return"].nunique() > 1
     key = ["agent", "shift", "run_seed", "episode"]
     pd.testing.assert_frame_equal(
@@ -151,7 +156,7 @@ def test_named_shifts_and_shifts_of_several_perturbations(tmp_path):
     shifts = {"sensor": "obs_noise(std=0.1)", "both": ["obs_noise(std=0.1)", "reward_noise(std=1.0)"]}
     result = sweep(tmp_path / "run", shifts=shifts)
     assert set(result.index["shift"]) == {BASELINE, "sensor", "both"}
-    both = rw.load(result.path / result.index.set_index("shift").loc["both", "path"].iloc[0])
+    both = rw.read_log(result.path / result.index.set_index("shift").loc["both", "path"].iloc[0])
     assert [p["name"] for p in both.meta["perturbations"]] == ["obs_noise", "reward_noise"]
 
 
@@ -163,7 +168,7 @@ def test_parameter_noise_is_attached_and_the_weights_come_back(tmp_path):
     result = sweep(tmp_path / "run", agent=agent, shifts=["param_noise(std=0.5)"])
     assert all(torch.equal(p, before[name]) for name, p in agent.parameters().items())
     path = result.index.set_index("shift").loc["param_noise(std=0.5)", "path"].iloc[0]
-    norms = rw.load(result.path / path).episodes["param_noise.norm"]
+    norms = rw.read_log(result.path / path).episodes["param_noise.norm"]
     assert norms.notna().all() and norms.nunique() == len(norms)  # fresh noise every episode
 
 
@@ -174,8 +179,6 @@ def test_parameter_noise_is_attached_and_the_weights_come_back(tmp_path):
         ({"seeds": 0}, InvalidArgument, "`seeds`"),
         ({"seeds": [1, 1]}, InvalidArgument, "repeat"),
         ({"seeds": [-1]}, InvalidArgument, "`seeds`"),
-        ({"backend": "dask"}, InvalidArgument, "`backend`"),
-        ({"workers": 0}, InvalidArgument, "`workers`"),
         ({"shifts": ["obs_nosie(std=0.1)"]}, UnknownName, "obs_noise"),
         ({"shifts": {"baseline": "obs_noise"}}, InvalidArgument, "baseline"),
         ({"shifts": ["dynamics_shift(scales={'g': 2.0})"]}, UnknownName, "gravity"),
@@ -185,6 +188,61 @@ def test_bad_requests_fail_before_any_run(tmp_path, kwargs, error, match):
     with pytest.raises(error, match=match):
         sweep(tmp_path / "run", **kwargs)
     assert not (tmp_path / "run" / "index.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("group", "kwargs", "error", "match"),
+    [
+        (Execution, {"backend": "dask"}, InvalidArgument, "`backend` must be one of"),
+        (Execution, {"workers": 0}, InvalidArgument, "`workers` must be an int >= 1, received 0"),
+        (Execution, {"start_method": "teleport"}, InvalidArgument, "`start_method` must be one of"),
+        (Execution, {"progress": "yes"}, InvalidType, "`progress` must be a bool"),
+        (EnvSetup, {"wrappers": "atari"}, InvalidType, "`wrappers` must be a list of callables"),
+        (EnvSetup, {"kwargs": ["N", 3]}, InvalidType, "`kwargs` must be a dict"),
+        (EnvSetup, {"lives_as_episodes": 1}, InvalidType, "`lives_as_episodes` must be a bool"),
+        (Timing, {"shift_at": 2.5}, InvalidArgument, "`shift_at` must be an episode"),
+        (Timing, {"share_pre_shift": None}, InvalidType, "`share_pre_shift` must be a bool"),
+    ],
+)
+def test_bad_option_groups_fail_when_built(group, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        group(**kwargs)
+
+
+def test_option_groups_are_checked_by_type(tmp_path):
+    with pytest.raises(InvalidType, match=r"`execution` must be a rlwrappers\.studies\.Execution, received"):
+        sweep(tmp_path / "run", execution={"workers": 1})
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start_method", ["spawn", "forkserver"])
+def test_workers_started_without_fork_give_the_same_runs(tmp_path, start_method):
+    agents = {"zoo": rw.load_agent("ppo-CartPole-v1"), "jitter": CallableAgent(jitter, *SPACES)}
+    forked = sweep(tmp_path / "fork", agents, execution=Execution(workers=2, progress=False))
+    started = sweep(
+        tmp_path / start_method, agents, execution=Execution(workers=2, start_method=start_method, progress=False)
+    )
+    assert forked.episodes()["return"].nunique() > 1
+    pd.testing.assert_frame_equal(forked.episodes(), started.episodes())
+
+
+def test_what_cannot_be_pickled_is_refused_before_any_run_unless_forked(tmp_path):
+    closure = CallableAgent(lambda obs: balance(obs), *SPACES)
+    with pytest.raises(InvalidArgument, match=r"agent 'agent' cannot be pickled .*start_method='spawn'"):
+        sweep(tmp_path / "spawn", closure, execution=Execution(workers=2, start_method="spawn", progress=False))
+    wrapper = lambda env: gym.wrappers.ClipReward(env, -1.0, 1.0)  # noqa: E731
+    with pytest.raises(InvalidArgument, match=r"wrapper <function .*<lambda>.* cannot be pickled"):
+        sweep(
+            tmp_path / "spawn",
+            env=EnvSetup(wrappers=[wrapper]),
+            execution=Execution(workers=2, start_method="forkserver", progress=False),
+        )
+    assert not (tmp_path / "spawn").exists()
+    forked = sweep(
+        tmp_path / "fork", closure, execution=Execution(workers=2, progress=False), env=EnvSetup(wrappers=[wrapper])
+    )
+    assert forked.complete
 
 
 def test_an_agent_that_does_not_fit_the_env_is_refused(tmp_path):
@@ -236,11 +294,10 @@ def test_atari_lives_count_as_episodes(tmp_path):
         episodes=3,
         seeds=1,
         out=tmp_path / "run",
-        workers=1,
-        progress=False,
-        lives_as_episodes=True,
+        env=EnvSetup(lives_as_episodes=True),
+        execution=Execution(workers=1, progress=False),
     )
-    episodes = rw.load(result.path / result.index["path"].iloc[0]).episodes
+    episodes = rw.read_log(result.path / result.index["path"].iloc[0]).episodes
     assert len(episodes) == 3 and episodes["terminated"].all()
     # one game: only its first life is reset with a seed
     assert episodes["seed"].iloc[0] == episode_seed(0, 0) and episodes["seed"].iloc[1:].isna().all()
@@ -252,7 +309,6 @@ def test_atari_lives_count_as_episodes(tmp_path):
             episodes=1,
             seeds=1,
             out=tmp_path / "cp",
-            workers=1,
-            progress=False,
-            lives_as_episodes=True,
+            env=EnvSetup(lives_as_episodes=True),
+            execution=Execution(workers=1, progress=False),
         )

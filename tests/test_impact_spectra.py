@@ -11,17 +11,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlwrappers import plots
 from rlwrappers.error import InvalidArgument, InvalidType, UnknownName
 from rlwrappers.metrics.impact import MIN_SCORES, min_score, normalized_impact
-from rlwrappers.metrics.spectra import (
-    LUMINANCE,
-    band_energy,
-    band_index,
-    difference_spectrum,
-    log_spectrum,
-    spectrum,
-)
+from rlwrappers.metrics.spectra import LUMINANCE, band_energy, band_index, difference_spectrum, log_spectrum, spectrum
+from rlwrappers.report import plots
 
 # ----------------------------------------------------------------------------------------------- impact
 

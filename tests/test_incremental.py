@@ -13,9 +13,10 @@ import pytest
 import torch
 from torch import nn
 
-from rlwrappers import _incremental, saliency
-from rlwrappers.agents import Agent, SB3Agent, TorchAgent
+from rlwrappers.agents import Agent, SB3Agent, TorchAgent, load_sb3
 from rlwrappers.error import InvalidArgument, InvalidType
+from rlwrappers.explain import incremental as incremental_pass
+from rlwrappers.explain import maps
 
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel lengths")
 
@@ -79,7 +80,7 @@ def windows(size: tuple[int, int], window: tuple[int, int]) -> np.ndarray:
 
 def assert_scores_match(agent: Agent, obs: np.ndarray, window: tuple[int, int], fill: float, layout: str) -> None:
     """The incremental scores of windows set to ``fill`` equal the plain forward pass on those observations."""
-    chain, why = _incremental.decompose(agent, layout)
+    chain, why = incremental_pass.decompose(agent, layout)
     assert chain is not None, why
     size = obs.shape[1:] if layout == "chw" else obs.shape[:2]
     corners = windows(size, window)
@@ -90,15 +91,15 @@ def assert_scores_match(agent: Agent, obs: np.ndarray, window: tuple[int, int], 
         region: tuple[Any, ...] = (b, *spatial) if layout == "hwc" else (b, slice(None), *spatial)
         perturbed[region] = fill
         values.append(perturbed[region])
-    expected = saliency.action_scores(agent, perturbed)
+    expected = maps.action_scores(agent, perturbed)
     got = chain.run(obs.astype(np.float32)).scores(corners, np.stack(values))
     assert got.shape == expected.shape
     assert np.abs(got - expected).max() < TOLERANCE * max(1.0, np.abs(expected).max())
 
 
 def assert_maps_match(agent: Agent, obs: np.ndarray, **params: Any) -> None:
-    fast = saliency.occlusion(agent, obs, incremental=True, **params)
-    plain = saliency.occlusion(agent, obs, incremental=False, **params)
+    fast = maps.occlusion(agent, obs, incremental=True, **params)
+    plain = maps.occlusion(agent, obs, incremental=False, **params)
     assert fast.action == plain.action and np.array_equal(fast.scores, plain.scores)
     assert np.abs(fast.values - plain.values).max() < TOLERANCE * max(1.0, np.abs(plain.scores).max())
     assert np.ptp(plain.values) > 0  # the patches moved the score: the maps compared are not flat
@@ -122,16 +123,16 @@ def test_occlusion_maps(name: str, patch: int, stride: int) -> None:
 
 def test_batches_of_any_size() -> None:
     agent = torch_agent(NETS["padded"]())
-    whole = saliency.occlusion(agent, frame(), patch=3, incremental=True)
+    whole = maps.occlusion(agent, frame(), patch=3, incremental=True)
     for batch_size in (1, 7, 50):
-        part = saliency.occlusion(agent, frame(), patch=3, incremental=True, batch_size=batch_size)
+        part = maps.occlusion(agent, frame(), patch=3, incremental=True, batch_size=batch_size)
         np.testing.assert_allclose(part.values, whole.values, rtol=1e-5, atol=1e-6)
 
 
 def test_same_observation_same_map_bit_for_bit() -> None:
     agent = torch_agent(NETS["padded"]())
-    first = saliency.occlusion(agent, frame(), patch=3, stride=2, incremental=True)
-    again = saliency.occlusion(agent, frame(), patch=3, stride=2, incremental=True)
+    first = maps.occlusion(agent, frame(), patch=3, stride=2, incremental=True)
+    again = maps.occlusion(agent, frame(), patch=3, stride=2, incremental=True)
     assert np.array_equal(first.values, again.values) and first.params == again.params
 
 
@@ -151,7 +152,7 @@ class Residual(nn.Module):
 
 def hooked() -> nn.Sequential:
     net = NETS["padded"]()
-    net[1].register_forward_hook(lambda module, args, out: out * 2.0)
+    net[0].register_forward_hook(lambda module, args, out: out * 2.0)  # the incremental pass convolves itself
     return net
 
 
@@ -160,7 +161,6 @@ UNFIT: dict[str, tuple[Callable[[], nn.Module], str]] = {
     "residual": (Residual, "not a torch.nn.Sequential"),
     "batch-norm": (lambda: with_linear([nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)], []), "BatchNorm2d"),
     "reflect": (lambda: with_linear([nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect")], []), "reflect"),
-    "hooked": (hooked, "hooks"),
 }
 
 
@@ -168,16 +168,29 @@ UNFIT: dict[str, tuple[Callable[[], nn.Module], str]] = {
 def test_networks_it_cannot_split_fall_back(name: str) -> None:
     make, reason = UNFIT[name]
     agent, obs = torch_agent(make()), frame()
-    chain, why = _incremental.decompose(agent, "chw")
+    chain, why = incremental_pass.decompose(agent, "chw")
     assert chain is None and reason in why
     with pytest.raises(InvalidArgument, match=re.escape(reason)):
-        saliency.occlusion(agent, obs, patch=4, incremental=True)
-    auto = saliency.occlusion(agent, obs, patch=4)
-    assert np.array_equal(auto.values, saliency.occlusion(agent, obs, patch=4, incremental=False).values)
+        maps.occlusion(agent, obs, patch=4, incremental=True)
+    auto = maps.occlusion(agent, obs, patch=4)
+    assert np.array_equal(auto.values, maps.occlusion(agent, obs, patch=4, incremental=False).values)
     # and the map is the right one: the drop of the score when the patch at (8, 12) is black
     occluded = obs.copy()
     occluded[:, 8:12, 12:16] = 0.0
-    drop = auto.scores[auto.action] - saliency.action_scores(agent, occluded[None])[0, auto.action]
+    drop = auto.scores[auto.action] - maps.action_scores(agent, occluded[None])[0, auto.action]
+    assert auto.values[9, 13] == pytest.approx(drop, rel=1e-5, abs=1e-6)
+
+
+def test_a_hook_that_changes_the_scores_falls_back() -> None:
+    agent, obs = torch_agent(hooked()), frame()
+    assert incremental_pass.decompose(agent, "chw")[0] is not None  # the layers split, but the hook is not theirs
+    with pytest.raises(InvalidArgument, match="a hook or an override"):
+        maps.occlusion(agent, obs, patch=4, incremental=True)
+    auto = maps.occlusion(agent, obs, patch=4)
+    assert np.array_equal(auto.values, maps.occlusion(agent, obs, patch=4, incremental=False).values)
+    occluded = obs.copy()
+    occluded[:, 8:12, 12:16] = 0.0
+    drop = auto.scores[auto.action] - maps.action_scores(agent, occluded[None])[0, auto.action]
     assert auto.values[9, 13] == pytest.approx(drop, rel=1e-5, abs=1e-6)
 
 
@@ -185,9 +198,9 @@ def test_what_else_falls_back() -> None:
     vector = TorchAgent(
         nn.Sequential(nn.Linear(4, 2)), gym.spaces.Box(0.0, 1.0, (4,)), gym.spaces.Discrete(2), head="q_values"
     )
-    assert _incremental.decompose(vector, None) == (None, "the observation is a vector, not a frame")
+    assert incremental_pass.decompose(vector, None) == (None, "the observation is a vector, not a frame")
     with pytest.raises(InvalidArgument, match="a vector, not a frame"):
-        saliency.occlusion(vector, np.ones(4, np.float32), incremental=True)
+        maps.occlusion(vector, np.ones(4, np.float32), incremental=True)
     own_forward = TorchAgent(
         NETS["padded"](),
         torch_agent(NETS["padded"]()).observation_space,
@@ -195,18 +208,18 @@ def test_what_else_falls_back() -> None:
         head="q_values",
         forward=lambda m, x: m(x),
     )
-    assert "own `forward`" in _incremental.decompose(own_forward, "chw")[1]
-    assert "'hwc'" in _incremental.decompose(torch_agent(NETS["padded"]()), "hwc")[1]
+    assert "own `forward`" in incremental_pass.decompose(own_forward, "chw")[1]
+    assert "'hwc'" in incremental_pass.decompose(torch_agent(NETS["padded"]()), "hwc")[1]
     training = torch_agent(NETS["same"]())
     training.module.train()  # its Dropout draws at random
-    assert "layer 3 (Dropout) is in training mode" in _incremental.decompose(training, "chw")[1]
+    assert "layer 3 (Dropout) is in training mode" in incremental_pass.decompose(training, "chw")[1]
     with pytest.raises(InvalidType, match="`incremental` must be a bool"):
-        saliency.occlusion(torch_agent(NETS["padded"]()), frame(), incremental="yes")  # type: ignore[arg-type]
+        maps.occlusion(torch_agent(NETS["padded"]()), frame(), incremental="yes")  # type: ignore[arg-type]
 
 
 def test_windows_must_lie_inside_the_frame() -> None:
     agent = torch_agent(NETS["padded"]())
-    chain, _ = _incremental.decompose(agent, "chw")
+    chain, _ = incremental_pass.decompose(agent, "chw")
     assert chain is not None
     run = chain.run(frame())
     with pytest.raises(InvalidArgument, match="must lie inside"):
@@ -218,10 +231,10 @@ def test_windows_must_lie_inside_the_frame() -> None:
 def breakout() -> tuple[gym.Env, np.ndarray]:
     ale_py = pytest.importorskip("ale_py")
     pytest.importorskip("stable_baselines3")
-    from rlwrappers import sb3
+    from rlwrappers.wrappers import atari
 
     gym.register_envs(ale_py)
-    env = sb3.atari_wrapper(gym.make("BreakoutNoFrameskip-v4"))
+    env = atari.atari_wrapper(gym.make("BreakoutNoFrameskip-v4"))
     obs, _ = env.reset(seed=0)
     for t in range(30):
         obs, *_ = env.step(1 if t < 2 else t % 4)
@@ -230,12 +243,11 @@ def breakout() -> tuple[gym.Env, np.ndarray]:
 
 @pytest.fixture(scope="module")
 def dqn(breakout: tuple[gym.Env, np.ndarray]) -> Agent:
-    from rlwrappers import agents
 
     path = SHARED_AGENTS / "dqn-BreakoutNoFrameskip-v4-seed0.zip"
     if not path.exists():
         pytest.skip(f"{path} is not here (the trained Atari agents live in shared/agents beside the repository)")
-    return agents.load(path, observation_space=breakout[0].observation_space)
+    return load_sb3(path, observation_space=breakout[0].observation_space)
 
 
 @pytest.mark.parametrize("window", [(4, 4), (5, 3), (84, 2)])
@@ -257,7 +269,7 @@ def test_channel_last_frames(dqn: Agent, breakout: tuple[gym.Env, np.ndarray]) -
     space = gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)
     agent = SB3Agent(dqn.policy, observation_space=space)
     obs = np.moveaxis(breakout[1], 0, -1)
-    assert "layout" in _incremental.decompose(agent, "chw")[1]
+    assert "layout" in incremental_pass.decompose(agent, "chw")[1]
     assert_scores_match(agent, obs, (6, 4), fill=0.0, layout="hwc")
     assert_maps_match(agent, obs, patch=6)
 
@@ -277,7 +289,7 @@ def test_fresh_actor_critic_policy(breakout: tuple[gym.Env, np.ndarray]) -> None
 
 # -- black discs of Noise Sensitivity and SARFA ----------------------------------------------------------------
 def assert_disc_maps_match(method: str, agent: Agent, obs: np.ndarray, **params: Any) -> None:
-    explain = getattr(saliency, method)
+    explain = getattr(maps, method)
     fast = explain(agent, obs, variant="black", incremental=True, **params)
     plain = explain(agent, obs, variant="black", incremental=False, **params)
     assert fast.action == plain.action
@@ -302,8 +314,8 @@ def test_black_discs_on_the_real_dqn(dqn: Agent, breakout: tuple[gym.Env, np.nda
 def test_only_black_discs_on_images_can_be_incremental() -> None:
     agent = torch_agent(NETS["padded"]())
     with pytest.raises(InvalidArgument, match="black discs on an image"):
-        saliency.noise_sensitivity(agent, frame(), variant="blur", incremental=True)
+        maps.noise_sensitivity(agent, frame(), variant="blur", incremental=True)
     with pytest.raises(InvalidType, match="`incremental` must be a bool"):
-        saliency.sarfa(agent, frame(), incremental="yes")  # type: ignore[arg-type]
-    blurred = saliency.noise_sensitivity(agent, frame(), radius=4)  # the plain pass, chosen by itself
+        maps.sarfa(agent, frame(), incremental="yes")  # type: ignore[arg-type]
+    blurred = maps.noise_sensitivity(agent, frame(), radius=4)  # the plain pass, chosen by itself
     assert blurred.values.shape == frame().shape[1:]

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import rlwrappers as rw
+from rlwrappers.core import INFO_KEY, layers
 
 sb3 = pytest.importorskip("stable_baselines3")
 torch = pytest.importorskip("torch")
@@ -64,7 +65,7 @@ def _vec_rollout(venv, steps: int, seed: int = 0) -> tuple[list[np.ndarray], lis
 def test_sb3_make_vec_env_with_a_wrapper_class_trains_ppo():
     venv = make_vec_env("CartPole-v1", n_envs=2, seed=0, wrapper_class=rw.ObservationNoise, wrapper_kwargs={"std": 0.1})
     assert all(isinstance(env, rw.ObservationNoise) for env in venv.envs)
-    assert all(layer.perturbations[0].std == 0.1 for env in venv.envs for layer in rw.layers(env))
+    assert all(layer.perturbations[0].std == 0.1 for env in venv.envs for layer in layers(env))
 
     model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu")
     model.learn(total_timesteps=256)
@@ -77,7 +78,7 @@ def test_sb3_make_vec_env_with_a_wrapper_class_trains_ppo():
     difference = np.abs(noisy_obs - clean_obs)
     assert difference.min() > 0 and difference.max() < 1.0
     _, _, _, infos = venv.step(np.array([0, 1]))
-    assert all(info[rw.INFO_KEY] == {"obs_noise": {"active": True}} for info in infos)
+    assert all(info[INFO_KEY] == {"obs_noise": {"active": True}} for info in infos)
     venv.close()
     clean.close()
 
@@ -86,7 +87,7 @@ def test_sb3_dummy_vec_env_of_wrapped_envs():
     venv = DummyVecEnv([perturbed_cartpole, perturbed_cartpole])
     observations, rewards, infos = _vec_rollout(venv, 60)
     assert all(obs.shape == (2, 4) for obs in observations)
-    labels = {label for step in infos for info in step for label in info.get(rw.INFO_KEY, {})}
+    labels = {label for step in infos for info in step for label in info.get(INFO_KEY, {})}
     assert labels == {"obs_noise", "action_noise", "reward_noise"}
     # reward noise shows in what SB3 hands the agent
     assert any(abs(r - 1.0) > 1e-9 for step in rewards for r in step)
@@ -114,11 +115,9 @@ def test_sb3_subproc_vec_env_matches_the_dummy_one():
     for x, y in zip(a_rewards, b_rewards, strict=True):
         # DummyVecEnv keeps rewards in a float32 buffer, SubprocVecEnv stacks the Python floats
         np.testing.assert_array_equal(x.astype(np.float32), y.astype(np.float32))
-    replaced = [
-        [info.get(rw.INFO_KEY, {}).get("action_noise", {}).get("replaced") for info in step] for step in a_infos
-    ]
+    replaced = [[info.get(INFO_KEY, {}).get("action_noise", {}).get("replaced") for info in step] for step in a_infos]
     assert replaced == [
-        [info.get(rw.INFO_KEY, {}).get("action_noise", {}).get("replaced") for info in step] for step in b_infos
+        [info.get(INFO_KEY, {}).get("action_noise", {}).get("replaced") for info in step] for step in b_infos
     ]
 
 
@@ -174,12 +173,12 @@ def test_make_vec_sync_builds_the_perturbation_in_every_sub_env():
     envs = gym.make_vec(OBS_NOISE_ID, num_envs=2, vectorization_mode="sync")
     assert isinstance(envs, gym.vector.SyncVectorEnv)
     for sub in envs.envs:
-        (layer,) = rw.layers(sub)
+        (layer,) = layers(sub)
         assert layer.specs == ["obs_noise(std=0.05)"]
     observations, _, infos = _gym_vec_rollout(envs, 30)
     for info in infos:
-        np.testing.assert_array_equal(info[rw.INFO_KEY]["obs_noise"]["active"], [True, True])
-        np.testing.assert_array_equal(info[f"_{rw.INFO_KEY}"], [True, True])
+        np.testing.assert_array_equal(info[INFO_KEY]["obs_noise"]["active"], [True, True])
+        np.testing.assert_array_equal(info[f"_{INFO_KEY}"], [True, True])
     clean, _ = gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync").reset(seed=0)
     difference = np.abs(observations[0] - clean)
     assert difference.min() > 0 and difference.max() < 0.5
@@ -202,7 +201,7 @@ def test_make_vec_async_equals_sync_and_wrapped_thunks():
             np.testing.assert_array_equal(x, y)
         for x, y in zip(reference[1], other[1], strict=True):
             np.testing.assert_array_equal(x, y)
-    assert all(rw.INFO_KEY in info for info in runs[1][2])
+    assert all(INFO_KEY in info for info in runs[1][2])
 
 
 def test_sync_vector_env_of_wrapped_thunks_with_schedules():
@@ -214,8 +213,8 @@ def test_sync_vector_env_of_wrapped_thunks_with_schedules():
     # the first steps of each sub-env's first episode: noise exactly at times 2 and 3
     noisy = [np.abs(r - 1.0) > 1e-12 for r in rewards]
     assert [n.tolist() for n in noisy[:5]] == [[False, False], [False, False], [True, True], [True, True], [False] * 2]
-    np.testing.assert_array_equal(infos[3][rw.INFO_KEY]["reward_noise"]["active"], [True, True])
-    assert rw.INFO_KEY not in infos[1]
+    np.testing.assert_array_equal(infos[3][INFO_KEY]["reward_noise"]["active"], [True, True])
+    assert INFO_KEY not in infos[1]
     envs.close()
 
 
@@ -252,7 +251,7 @@ def test_cleanrl_style_sync_vector_env(tmp_path):
     for _ in range(300):
         obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
         received += rewards
-        flags |= set(infos.get(rw.INFO_KEY, {}))
+        flags |= set(infos.get(INFO_KEY, {}))
         if "episode" in infos:
             for i in np.flatnonzero(infos["_episode"]):
                 finished[i].append((float(infos["episode"]["r"][i]), int(infos["episode"]["l"][i])))
@@ -267,7 +266,7 @@ def test_cleanrl_style_sync_vector_env(tmp_path):
         # the statistics sit below the reward noise: they see CartPole's clean reward, 1 per step
         assert all(r == float(length) for r, length in finished[i])
         # the agent got noisy rewards, and the Recorder logged exactly those
-        log = rw.load(tmp_path / f"env{i}")
+        log = rw.read_log(tmp_path / f"env{i}")
         done = log.episodes[log.episodes["complete"]]
         assert done["length"].tolist() == [length for _, length in finished[i]]
         np.testing.assert_allclose(done["return"].to_numpy(), sums[i], rtol=0, atol=1e-9)
@@ -327,7 +326,7 @@ def test_rl_zoo_trains_on_a_registered_id(tmp_path):
     assert env.action_space.contains(int(action))
 
     # the log written inside RL Zoo's training envs shows both the registered and the added perturbation
-    log = rw.load(record)
+    log = rw.read_log(record)
     assert log.meta["env_id"] == OBS_NOISE_ID
     assert [p["label"] for p in log.meta["perturbations"]] == ["reward_noise", "obs_noise"]
     assert log.steps["obs_noise.active"].all() and log.steps["reward_noise.active"].all()
@@ -345,7 +344,7 @@ def test_rl_zoo_uses_the_base_env_hyperparameters_through_the_shipped_config(tmp
         "--algo", "ppo",
         "--env", OBS_NOISE_ID,
         "--gym-packages", "rlwrappers",
-        "--conf-file", "rlwrappers.rlzoo.ppo",
+        "--conf-file", "rlwrappers.zoo.hyperparams.ppo",
         "--hyperparams", "n_envs:2",
         "-n", "256",
         "-f", str(tmp_path / "logs"),
@@ -360,14 +359,14 @@ def test_rl_zoo_uses_the_base_env_hyperparameters_through_the_shipped_config(tmp
     import yaml
 
     saved = dict(yaml.unsafe_load((run / OBS_NOISE_ID.replace("/", "-") / "config.yml").read_text()))
-    from rlwrappers.rlzoo import ppo
+    from rlwrappers.zoo.hyperparams import ppo
 
     base = ppo.hyperparams["CartPole-v1"]
     assert saved["n_steps"] == base["n_steps"] and saved["gae_lambda"] == base["gae_lambda"]
 
 
 def test_rl_zoo_config_covers_every_catalogue_id_whose_base_it_knows():
-    from rlwrappers.rlzoo import hyperparameters
+    from rlwrappers.zoo.hyperparams import hyperparameters
 
     table = hyperparameters("sac")
     assert table["rlwrappers/Pendulum-ObsNoise-v1"] == table["Pendulum-v1"]

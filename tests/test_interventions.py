@@ -1,6 +1,6 @@
 """Interventions on Toybox states: the catalogues, what each changes and keeps, errors, the Intervene wrapper.
 
-Then beyond Toybox: the same wrapper on classic-control, MuJoCo and ALE envs through rlwrappers.statejson.
+Then beyond Toybox: the same wrapper on classic-control, MuJoCo and ALE envs through rlwrappers.state.documents.
 """
 
 from __future__ import annotations
@@ -14,15 +14,17 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from rlwrappers.envs.toybox import interventions as catalogues
 
 import rlwrappers as rw
 from rlwrappers import (
     envs,  # registers the Toybox IDs when ctoybox is installed
     error,
-    statejson,
 )
-from rlwrappers import interventions as iv
-from rlwrappers.interventions import Assignment, Intervene, Intervention
+from rlwrappers.state import documents
+from rlwrappers.state import interventions as iv
+from rlwrappers.state.interventions import Assignment, Intervention
+from rlwrappers.wrappers.state import Intervene
 
 HAS_TOYBOX = importlib.util.find_spec("ctoybox") is not None
 #: The tests that need no Toybox (the envs beyond it); every other test is skipped without ctoybox.
@@ -89,10 +91,10 @@ def actions(env: gym.Env, seed: int, n: int) -> list[int]:
 @pytest.fixture(autouse=True)
 def _forget_defined() -> Iterator[None]:
     """Interventions a test defines must not be seen by the others."""
-    before = {game: dict(table) for game, table in iv._DEFINED.items()}
+    before = {game: dict(table) for game, table in catalogues._DEFINED.items()}
     yield
     for game, table in before.items():
-        iv._DEFINED[game] = table
+        catalogues._DEFINED[game] = table
 
 
 @functools.cache
@@ -110,14 +112,14 @@ def snapshot(game: str, frames: int) -> dict[str, Any]:
 # -- the catalogues -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("game", iv.GAMES)
 def test_the_catalogues_keep_appendix_as_families_counts_and_order(game: str) -> None:
-    items = iv.catalogue(game, defined=False)
+    items = catalogues.catalogue(game, defined=False)
     assert len(items) == {"breakout": 39, "amidar": 70, "space_invaders": 88}[game]
     assert len({x.name for x in items}) == len(items)
     for prefixes, (first, last) in APPENDIX[game].items():
         names = [x.name for x in items[first : last + 1]]
         assert all(name.startswith(tuple(prefixes.split("|"))) for name in names), (prefixes, names)
     assert all(x.game == game and x.doc and x.assignments for x in items)
-    assert [x.name for x in items] == [iv.get(game, x.name).name for x in items]
+    assert [x.name for x in items] == [catalogues.get(game, x.name).name for x in items]
 
 
 def test_the_catalogue_values_come_from_the_real_states() -> None:
@@ -125,13 +127,13 @@ def test_the_catalogue_values_come_from_the_real_states() -> None:
     assert (breakout["paddle_width"], breakout["paddle_speed"], breakout["paddle"]["position"]["x"]) == (24, 4, 120)
     assert {b["row"] for b in breakout["bricks"]} == set(range(6))
     assert {b["col"] for b in breakout["bricks"]} == set(range(18))
-    assert not {24.0, 4.0} & set(iv.BREAKOUT_PADDLE_WIDTHS + iv.BREAKOUT_PADDLE_SPEEDS)
-    assert all(0 < x < 240 and x != 120 for x in iv.BREAKOUT_PADDLE_XS)
+    assert not {24.0, 4.0} & set(catalogues.BREAKOUT_PADDLE_WIDTHS + catalogues.BREAKOUT_PADDLE_SPEEDS)
+    assert all(0 < x < 240 and x != 120 for x in catalogues.BREAKOUT_PADDLE_XS)
 
     board = snapshot("amidar", 0)["board"]
     tiles, width = board["tiles"], board["width"]
     junctions = {(j % width, j // width) for j in board["junctions"]}
-    for x, y in iv.AMIDAR_REMOVE_TILES:  # the middle of a vertical segment of 5 tiles between two junctions
+    for x, y in catalogues.AMIDAR_REMOVE_TILES:  # the middle of a vertical segment of 5 tiles between two junctions
         assert tiles[y][x] == "Unpainted"
         assert (x, y - 3) in junctions and (x, y + 3) in junctions
         assert all(tiles[y + d][x] != "Empty" and (x, y + d) not in junctions for d in (-2, -1, 1, 2))
@@ -142,15 +144,15 @@ def test_the_catalogue_values_come_from_the_real_states() -> None:
         for tx in range(box["top_left"]["tx"] + 1, box["bottom_right"]["tx"])
         for ty in range(box["top_left"]["ty"] + 1, box["bottom_right"]["ty"])
     }
-    assert all(tiles[y][x] == "Empty" and (x, y) in inside for x, y in iv.AMIDAR_ADD_TILES)
-    assert all(tiles[y - 1][x] != "Empty" for x, y in iv.AMIDAR_ADD_TILES)  # a dead end off a corridor
-    assert len({(x, y) for x, y in iv.AMIDAR_ADD_TILES}) == 25
-    assert all(tiles[y][x] != "Empty" for x, y in iv.AMIDAR_PLAYER_TILES)
+    assert all(tiles[y][x] == "Empty" and (x, y) in inside for x, y in catalogues.AMIDAR_ADD_TILES)
+    assert all(tiles[y - 1][x] != "Empty" for x, y in catalogues.AMIDAR_ADD_TILES)  # a dead end off a corridor
+    assert len({(x, y) for x, y in catalogues.AMIDAR_ADD_TILES}) == 25
+    assert all(tiles[y][x] != "Empty" for x, y in catalogues.AMIDAR_PLAYER_TILES)
 
     invaders = snapshot("space_invaders", 0)
     assert [(e["id"], e["row"], e["col"]) for e in invaders["enemies"]] == [(i, i // 6, i % 6) for i in range(36)]
     assert invaders["ship"]["x"] == 68
-    assert len(set(iv.SPACE_INVADERS_SHIP_XS)) == 29 and max(iv.SPACE_INVADERS_SHIP_XS) == 230
+    assert len(set(catalogues.SPACE_INVADERS_SHIP_XS)) == 29 and max(catalogues.SPACE_INVADERS_SHIP_XS) == 230
 
 
 def test_the_ships_range_and_the_amidar_routes_are_the_games_own() -> None:
@@ -170,7 +172,7 @@ def test_the_ships_range_and_the_amidar_routes_are_the_games_own() -> None:
         for _ in range(100):
             amidar.step(0)
         enemies = amidar.state_json()["enemies"]
-        for i, (position, step, nxt) in iv.AMIDAR_ENEMY_MOVES.items():
+        for i, (position, step, nxt) in catalogues.AMIDAR_ENEMY_MOVES.items():
             assert enemies[i]["position"] == position and enemies[i]["step"] == step
             assert enemies[i]["ai"] == {"EnemyLookupAI": {"next": nxt, "default_route_index": i}}
 
@@ -254,7 +256,7 @@ def check_changes_only_what_it_names(before: dict[str, Any], x: Intervention) ->
 @pytest.mark.parametrize("frames", [0, MID], ids=["reset", "mid-episode"])
 def test_every_intervention_changes_what_it_names_and_nothing_else(game: str, frames: int) -> None:
     before = snapshot(game, frames)
-    for x in iv.catalogue(game, defined=False):
+    for x in catalogues.catalogue(game, defined=False):
         after = check_changes_only_what_it_names(before, x)
         if x.name.startswith("drop_enemy_") and game == "amidar":
             i = int(x.name.rsplit("_", 1)[1])
@@ -284,7 +286,7 @@ def persisted(game: str, x: Intervention, applied: dict[str, Any], later: dict[s
 def test_every_intervention_persists_through_the_wrapper(game: str, frames: int) -> None:
     """Intervene makes each one at reset or at step 1 after a mid-episode snapshot; the game then keeps it."""
     base = gym.make(IDS[game])
-    for x in iv.catalogue(game, defined=False):
+    for x in catalogues.catalogue(game, defined=False):
         env = Intervene(base, x.name, when="always" if frames == 0 else "starting(step=1)")
         obs, info = env.reset(seed=0)
         if frames:
@@ -310,7 +312,7 @@ def test_every_intervention_persists_through_the_wrapper(game: str, frames: int)
 def test_moved_amidar_enemies_go_on_from_where_they_were_put() -> None:
     base = gym.make(IDS["amidar"])
     plain = toy(base)
-    for i in iv.AMIDAR_ENEMY_MOVES:
+    for i in catalogues.AMIDAR_ENEMY_MOVES:
         env = Intervene(base, f"move_enemy_{i}")
         env.reset(seed=0)
         put = toy(env).state_json()["enemies"][i]
@@ -346,13 +348,13 @@ def test_breakout_restores_the_paddle_width_when_a_ball_is_lost() -> None:
 # -- names, paths and types -----------------------------------------------------------------------------------
 def test_unknown_names_raise_with_a_suggestion() -> None:
     with pytest.raises(error.UnknownName, match="Did you mean `drop_row_0`"):
-        iv.get("breakout", "drop_rwo_0")
+        catalogues.get("breakout", "drop_rwo_0")
     with pytest.raises(error.UnknownName, match="Did you mean `space_invaders`"):
-        iv.catalogue("space_invader")
+        catalogues.catalogue("space_invader")
     with pytest.raises(error.UnknownName, match="Did you mean `flip_shields`"):
         Intervene(gym.make(IDS["space_invaders"]), "flip_shield")
     with pytest.raises(error.UnknownName, match="Did you mean `move_player_0_15`"):
-        iv.get("amidar", "move_player_0_16")
+        catalogues.get("amidar", "move_player_0_16")
 
 
 @pytest.mark.parametrize(
@@ -436,7 +438,7 @@ def test_applying_checks_the_state_it_meets() -> None:
     with pytest.raises(error.InvalidArgument, match=r"has no field `paddle_widht`.*Did you mean `paddle_width`"):
         iv.apply(breakout, "paddle_widht=40")
     with pytest.raises(error.InvalidArgument, match="is for amidar, but the state has no `board`"):
-        iv.apply(breakout, iv.get("amidar", "drop_enemy_0"))
+        iv.apply(breakout, catalogues.get("amidar", "drop_enemy_0"))
     with pytest.raises(error.InvalidType, match="`state` must be a dict"):
         iv.apply([], "lives=1")  # type: ignore[arg-type]
     env = Intervene(gym.make(IDS["amidar"]), ["drop_enemy_0"] * 5 + ["move_enemy_1"])
@@ -448,7 +450,7 @@ def test_the_wrapper_rejects_envs_and_stacks_it_cannot_serve() -> None:
     with pytest.raises(error.StateNotSettable, match="FrozenLakeEnv is none of these"):
         Intervene(gym.make("FrozenLake-v1"), "lives=1")
     with pytest.raises(error.InvalidArgument, match="is for amidar, but the env plays breakout"):
-        Intervene(gym.make(IDS["breakout"]), iv.get("amidar", "drop_enemy_0"))
+        Intervene(gym.make(IDS["breakout"]), catalogues.get("amidar", "drop_enemy_0"))
     resized = gym.wrappers.ResizeObservation(gym.make(IDS["breakout"]), (84, 84))
     with pytest.raises(error.InvalidArgument, match="below every wrapper that changes observations"):
         Intervene(resized, "drop_row_0")
@@ -460,17 +462,21 @@ def test_the_wrapper_rejects_envs_and_stacks_it_cannot_serve() -> None:
 
 # -- user interventions and round trips ---------------------------------------------------------------------
 def test_users_define_their_own_in_one_line() -> None:
-    wide = iv.define("test_wide", "breakout", {"paddle_width": 40.0, "paddle.position.x": 60.0}, doc="Wide, left.")
-    assert iv.get("breakout", "test_wide") is wide and iv.catalogue("breakout")[-1] is wide
-    assert iv.catalogue("breakout", defined=False)[-1].name == "drop_column_17"
-    assert iv.define("test_wide", "breakout", {"paddle_width": 40.0, "paddle.position.x": 60.0}, doc="Wide, left.")
+    wide = catalogues.define(
+        "test_wide", "breakout", {"paddle_width": 40.0, "paddle.position.x": 60.0}, doc="Wide, left."
+    )
+    assert catalogues.get("breakout", "test_wide") is wide and catalogues.catalogue("breakout")[-1] is wide
+    assert catalogues.catalogue("breakout", defined=False)[-1].name == "drop_column_17"
+    assert catalogues.define(
+        "test_wide", "breakout", {"paddle_width": 40.0, "paddle.position.x": 60.0}, doc="Wide, left."
+    )
     with pytest.raises(error.InvalidArgument, match="already has an intervention `test_wide`"):
-        iv.define("test_wide", "breakout", {"paddle_width": 41.0})
+        catalogues.define("test_wide", "breakout", {"paddle_width": 41.0})
     with pytest.raises(error.InvalidArgument, match="already has an intervention `drop_row_0`"):
-        iv.define("drop_row_0", "breakout", {"paddle_width": 41.0})
+        catalogues.define("drop_row_0", "breakout", {"paddle_width": 41.0})
     with pytest.raises(error.InvalidArgument, match="must be a word"):
-        iv.define("two words", "breakout", {"paddle_width": 41.0})
-    shifted = iv.define("test_shift", "space_invaders", "shields[*].x+=5; reverse shields[*].data")
+        catalogues.define("two words", "breakout", {"paddle_width": 41.0})
+    shifted = catalogues.define("test_shift", "space_invaders", "shields[*].x+=5; reverse shields[*].data")
     env = Intervene(gym.make(IDS["space_invaders"]), ["test_shift", "ship.x=100"])
     env.reset(seed=0)
     state = toy(env).state_json()
@@ -480,7 +486,7 @@ def test_users_define_their_own_in_one_line() -> None:
 
 def test_one_line_forms_and_dicts_round_trip() -> None:
     for game in iv.GAMES:
-        for x in iv.catalogue(game, defined=False):
+        for x in catalogues.catalogue(game, defined=False):
             assert Intervention.parse(str(x), game=game).assignments == x.assignments, x.name
             assert Intervention.from_dict(x.to_dict()) == x
     for line in ("a.b[2][*].c-=3", "a[id=4].b*=0.5", "del a[k=v]", "reverse a.b", 'a="two words"', "a=[1, 2]"):
@@ -515,7 +521,7 @@ def test_same_seeds_give_bit_identical_runs_and_applying_is_deterministic() -> N
     assert all(np.array_equal(x, y) for x, y in zip(a[0][:40], plain[0][:40], strict=True))
     assert not np.array_equal(a[0][40], plain[0][40])  # the observation at step 40 shows the change
     state = snapshot("space_invaders", MID)
-    x = iv.get("space_invaders", "flip_shields")
+    x = catalogues.get("space_invaders", "flip_shields")
     assert iv.apply(state, x) == iv.apply(copy.deepcopy(state), x)
 
 
@@ -544,7 +550,7 @@ def test_records_reach_the_recorder_and_specs_rebuild_the_wrapper(tmp_path: Any)
     for _ in range(6):
         recorder.step(0)
     recorder.close()
-    log = rw.load(tmp_path / "log")
+    log = rw.read_log(tmp_path / "log")
     assert log.steps["iv.active"].tolist() == [False, False, True, False, False, False]
     assert log.meta["perturbations"][0]["params"] == {"interventions": ["drop_row_0", "paddle_width=40"]}
     assert env.spec is not None
@@ -591,7 +597,7 @@ def ale_env(env_id: str, **kwargs: Any) -> gym.Env:
 
 
 def state_of(env: gym.Env) -> dict[str, Any]:
-    return statejson.adapter(env).state_json()
+    return documents.adapter(env).state_json()
 
 
 def play(env: gym.Env, seed: int, steps: int) -> tuple[list[np.ndarray], list[float]]:
@@ -869,7 +875,7 @@ def test_unsupported_envs_and_other_games_interventions_raise_at_construction() 
         with pytest.raises(error.InvalidArgument, match="is for breakout, but the env is CartPoleEnv"):
             Intervene(gym.make("CartPole-v1"), breakout)
     with pytest.raises(error.StateNotSettable, match="no state before its first reset"):
-        statejson.adapter(gym.make("Pendulum-v1")).state_json()
+        documents.adapter(gym.make("Pendulum-v1")).state_json()
 
 
 @beyond_toybox
@@ -880,7 +886,7 @@ def test_values_the_state_cannot_hold_raise_when_written() -> None:
         env.reset(seed=0)
     cartpole = gym.make("CartPole-v1")
     cartpole.reset(seed=0)
-    adapter = statejson.adapter(cartpole)
+    adapter = documents.adapter(cartpole)
     with pytest.raises(error.InvalidArgument, match=r"needs every field; received none for \['tau'\]"):
         adapter.write_state_json({k: v for k, v in adapter.state_json().items() if k != "tau"})
     with pytest.raises(error.InvalidArgument, match="`theta` must be finite"):

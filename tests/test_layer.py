@@ -11,6 +11,7 @@ import pytest
 from gymnasium.utils.env_checker import data_equivalence
 
 import rlwrappers as rw
+from rlwrappers.core import layers
 from rlwrappers.error import MissingExtra
 
 
@@ -40,7 +41,7 @@ def test_wrap_with_several_specs_equals_nesting_the_named_wrappers():
 
 def test_labels_are_unique_across_layers_and_draw_independently():
     env = rw.ObservationNoise(rw.ObservationNoise(gym.make("CartPole-v1"), std=0.1), std=0.1)
-    assert [layer.labels for layer in rw.layers(env)] == [("obs_noise-2",), ("obs_noise",)]
+    assert [layer.labels for layer in layers(env)] == [("obs_noise-2",), ("obs_noise",)]
     clean, _ = gym.make("CartPole-v1").reset(seed=0)
     inner_only, _ = rw.ObservationNoise(gym.make("CartPole-v1"), std=0.1).reset(seed=0)
     both, info = env.reset(seed=0)

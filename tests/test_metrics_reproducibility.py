@@ -8,6 +8,7 @@ import scipy.stats
 
 from rlwrappers import metrics
 from rlwrappers.error import InvalidArgument, UnknownName
+from rlwrappers.logs import episode_returns
 
 R = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0]  # median 3.5; |R - 3.5| = .5 2.5 .5 2.5 1.5 5.5 1.5 2.5 -> median 2.0
 
@@ -99,8 +100,8 @@ def test_metrics_from_a_recorded_log(tmp_path):
     env.reset(seed=99)
     env.step(0)  # an episode cut short by close(): left out
     env.close()
-    log = rw.load(tmp_path / "run")
-    returns = metrics.episode_returns(log)
+    log = rw.read_log(tmp_path / "run")
+    returns = episode_returns(log)
     assert len(returns) == 4
     np.testing.assert_allclose(returns, log.steps.groupby("episode")["reward"].sum().to_numpy()[:4])
     table = metrics.reproducibility_table({"reward noise": returns}, alphas=[1.0])
@@ -117,4 +118,4 @@ def test_a_log_without_complete_episodes_has_no_returns(tmp_path):
     env.step(0)
     env.close()
     with pytest.raises(rw.error.LogError, match="no complete episode"):
-        metrics.episode_returns(rw.load(tmp_path / "run"))
+        episode_returns(rw.read_log(tmp_path / "run"))

@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 
 import rlwrappers as rw
-from rlwrappers import record, seeding
+from rlwrappers import logs, seeding
 from rlwrappers import schedule as schedules
 from rlwrappers.agents import CallableAgent
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidProbability, InvalidType, LogError, UnknownName
+from rlwrappers.logs import Log, schema
 
 pytest.importorskip("pettingzoo")
 simple_spread_v3 = pytest.importorskip("mpe2.simple_spread_v3")
@@ -25,14 +26,9 @@ simple_spread_v3 = pytest.importorskip("mpe2.simple_spread_v3")
 from pettingzoo.test import parallel_api_test, parallel_seed_test  # noqa: E402
 from pettingzoo.utils.conversions import parallel_to_aec  # noqa: E402
 
-from rlwrappers.multiagent import (  # noqa: E402
-    TEAM,
-    AgentSwitch,
-    ParallelRecorder,
-    switches,
-    team_returns,
-    who_acted,
-)
+from rlwrappers.logs import team_returns, who_acted  # noqa: E402
+from rlwrappers.logs.parallel import ParallelRecorder  # noqa: E402
+from rlwrappers.wrappers.multiagent import TEAM, AgentSwitch, switches  # noqa: E402
 
 AGENTS = [f"agent_{i}" for i in range(5)]
 TIME_COLUMNS = ["start_time", "wall_time"]
@@ -73,11 +69,11 @@ def play(env: Any, seeds: list[int | None]) -> list[dict[str, Any]]:
     return out
 
 
-def recorded(path: Path, make: Callable[[], Any], seeds: list[int | None]) -> rw.Log:
+def recorded(path: Path, make: Callable[[], Any], seeds: list[int | None]) -> Log:
     env = ParallelRecorder(make(), path)
     play(env, seeds)
     env.close()
-    return rw.load(path)
+    return rw.read_log(path)
 
 
 # -- the PettingZoo contract ---------------------------------------------------------------------------------
@@ -89,7 +85,7 @@ def test_parallel_api_test_passes_on_the_switch_and_the_recorder(tmp_path: Path)
         wrapped = ParallelRecorder(AgentSwitch(spread(), policies, agents=["agent_1", "agent_2"]), tmp_path)
         parallel_api_test(wrapped, num_cycles=60)
     wrapped.close()
-    assert len(rw.load(tmp_path).episodes) == 3  # the test's seeded reset and its two episodes
+    assert len(rw.read_log(tmp_path).episodes) == 3  # the test's seeded reset and its two episodes
 
 
 def test_parallel_seed_test_passes_with_a_stochastic_outside_policy() -> None:
@@ -254,7 +250,7 @@ def test_the_log_reads_back_with_per_agent_and_team_returns(tmp_path: Path) -> N
     env.close()
 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.parquet", "meta.json", "steps.parquet"]
-    episodes = record.load_episodes(tmp_path)
+    episodes = logs.read_episodes(tmp_path)
     assert list(episodes.columns) == [
         "episode",
         "seed",
@@ -275,7 +271,7 @@ def test_the_log_reads_back_with_per_agent_and_team_returns(tmp_path: Path) -> N
     np.testing.assert_allclose(returns["team"], returns[AGENTS].sum(axis=1), rtol=1e-12)
     for episode, total in enumerate(rewards):
         assert returns.loc[episode, AGENTS].tolist() == pytest.approx([total[a] for a in AGENTS], rel=1e-12)
-    steps = rw.load(tmp_path).steps
+    steps = rw.read_log(tmp_path).steps
     assert list(steps.columns) == [
         "episode",
         "step",
@@ -299,7 +295,7 @@ def test_the_header_has_the_single_agent_keys_and_the_agents(tmp_path: Path) -> 
     single_meta = json.loads((tmp_path / "single" / "meta.json").read_text())
     assert set(single_meta) <= set(log.meta)
     assert log.meta["agents"] == AGENTS and log.meta["env_id"] == "simple_spread_v3"
-    assert log.meta["format"] == record.FORMAT and log.meta["seeds"] == [0] and log.meta["episodes"] == 1
+    assert log.meta["format"] == schema.FORMAT and log.meta["seeds"] == [0] and log.meta["episodes"] == 1
     assert log.meta["action_kind"] == "int" and log.meta["action_space"]["agent_0"] == "Discrete(5)"
     assert log.meta["switches"][0]["policies"] == {"agent_0": "chase"}
 
@@ -320,7 +316,7 @@ def test_continuous_actions_are_logged_as_executed(tmp_path: Path) -> None:
         expected.append(policy.act_one(obs["agent_0"]))
         obs, *_ = env.step({a: np.full(5, 0.5, dtype=np.float32) for a in env.agents})
     env.close()
-    steps = rw.load(tmp_path).steps
+    steps = rw.read_log(tmp_path).steps
     mine = steps[steps["agent"] == "agent_0"]
     assert (mine["policy"] == "mlp").all()
     np.testing.assert_array_equal(np.stack(mine["action"].to_numpy()), np.stack(expected).astype(np.float64))
@@ -332,21 +328,21 @@ def test_an_unfinished_log_keeps_its_finished_episodes(tmp_path: Path) -> None:
     play(env, [0, 1])
     env.reset(seed=2)
     env.step({a: 0 for a in AGENTS})  # an open episode: not in the stream yet
-    assert (tmp_path / record.STREAM).exists() and not (tmp_path / "steps.parquet").exists()
+    assert (tmp_path / schema.STREAM).exists() and not (tmp_path / "steps.parquet").exists()
     returns = team_returns(tmp_path)
     assert list(returns.index) == [0, 1]
     np.testing.assert_allclose(returns["team"], returns[AGENTS].sum(axis=1), rtol=1e-12)
-    record.compact(tmp_path)  # what a killed run's log needs
-    episodes = record.load_episodes(tmp_path)
+    logs.compact(tmp_path)  # what a killed run's log needs
+    episodes = logs.read_episodes(tmp_path)
     assert list(episodes["episode"]) == [0, 1] and "return.agent_4" in episodes
 
 
 def test_record_load_reads_an_unfinished_multi_agent_log(tmp_path: Path) -> None:
     env = ParallelRecorder(AgentSwitch(spread(max_cycles=4), chase, k=2), tmp_path)
     play(env, [0, 1])
-    log = rw.load(tmp_path)
+    log = rw.read_log(tmp_path)
     assert list(log.steps.columns)[:5] == ["episode", "step", "agent", "policy", "switched"]
-    assert "return.agent_0" in record.load_episodes(tmp_path)
+    assert "return.agent_0" in logs.read_episodes(tmp_path)
 
 
 def test_the_recorder_keeps_an_existing_log_unless_told(tmp_path: Path) -> None:

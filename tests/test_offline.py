@@ -15,19 +15,17 @@ pytest.importorskip("ctoybox")
 pytest.importorskip("stable_baselines3")
 
 import rlwrappers.envs  # noqa: F401  (registers the Toybox IDs)
+from rlwrappers.envs.toybox import interventions as catalogues
 
-from rlwrappers import cli, interventions, offline, plots, zoo
+from rlwrappers import cli, zoo
 from rlwrappers.agents import CallableAgent
-from rlwrappers.error import (
-    InvalidArgument,
-    InvalidType,
-    MissingFile,
-    StateNotSettable,
-    UnknownName,
-)
-from rlwrappers.metrics.robustness import robustness_matrix
-from rlwrappers.report import write_robustness_report
-from rlwrappers.sb3 import atari_wrapper
+from rlwrappers.error import InvalidArgument, InvalidType, MissingFile, StateNotSettable, UnknownName
+from rlwrappers.report import robustness as robustness_report
+from rlwrappers.report.robustness import write_robustness_report
+from rlwrappers.state import interventions as iv
+from rlwrappers.studies import offline, states
+from rlwrappers.studies.offline import robustness_matrix
+from rlwrappers.wrappers.atari import atari_wrapper
 
 BREAKOUT = "rlwrappers/ToyboxBreakout-v0"
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +52,7 @@ def play(env: gym.Env, agent: CallableAgent, seed: int) -> list[np.ndarray]:
     act_rng = np.random.default_rng([seed, 0])
     obs, _ = env.reset(seed=seed)
     seen = [obs]
-    while len(seen) < offline.MAX_STEPS:
+    while len(seen) < states.MAX_STEPS:
         obs, _, terminated, truncated, _ = env.step(agent.act_one(obs, act_rng))
         if terminated or truncated:
             if truncated or env.unwrapped.ale.game_over():
@@ -68,19 +66,19 @@ def play(env: gym.Env, agent: CallableAgent, seed: int) -> list[np.ndarray]:
 def test_states_are_drawn_uniformly_from_one_game_and_restore_to_what_was_seen() -> None:
     env = stacked_breakout()
     guide = random_player(env)
-    sample = offline.sample_states(env, guide, p=25, seed=3)
+    sample = states.sample_states(env, guide, p=25, seed=3)
     seen = play(stacked_breakout(), guide, seed=3)
     assert sample.length == len(seen) and sample.frames == 4 and len(sample) == 25
     assert sample.indices == sorted(sample.indices) and 0 <= sample.indices[0] and sample.indices[-1] < len(seen)
     # Restored into a fresh env, each state (with its stacked history, padded at the reset) renders exactly
     # the observation the guide saw there.
     fresh = stacked_breakout()
-    rendered = offline.observations(fresh, sample)
+    rendered = states.observations(fresh, sample)
     assert rendered.shape == (1, 25, *env.observation_space.shape)
     for k, index in enumerate(sample.indices):
         np.testing.assert_array_equal(rendered[0, k], seen[index])
-    assert offline.sample_states(env, guide, p=25, seed=3) == sample
-    assert offline.sample_states(env, guide, p=25, seed=4) != sample
+    assert states.sample_states(env, guide, p=25, seed=3) == sample
+    assert states.sample_states(env, guide, p=25, seed=4) != sample
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "InvertedPendulum-v5"])
@@ -93,9 +91,9 @@ def test_classic_control_and_mujoco_states_restore_exactly(env_id: str) -> None:
         return _random_action(env.action_space, rng)
 
     guide = CallableAgent(act, env.observation_space, env.action_space)
-    sample = offline.sample_states(env, guide, p=10, seed=2, max_steps=200)
+    sample = states.sample_states(env, guide, p=10, seed=2, max_steps=200)
     seen = play_plain(gym.make(env_id), guide, seed=2, steps=sample.length)
-    rendered = offline.observations(gym.make(env_id), sample)
+    rendered = states.observations(gym.make(env_id), sample)
     for k, index in enumerate(sample.indices):
         np.testing.assert_array_equal(rendered[0, k], seen[index])
 
@@ -120,92 +118,90 @@ def test_ale_states_are_sampled_from_ram() -> None:
     ale_py = pytest.importorskip("ale_py")
     gym.register_envs(ale_py)
     env = atari_wrapper(gym.make("BreakoutNoFrameskip-v4"))
-    sample = offline.sample_states(env, random_player(env), p=3, seed=0, max_steps=300)
+    sample = states.sample_states(env, random_player(env), p=3, seed=0, max_steps=300)
     assert set(sample.states[0].state) == {"ram"}
-    seen = offline.observations(atari_wrapper(gym.make("BreakoutNoFrameskip-v4")), sample, ["ram[57]=1"])
+    seen = states.observations(atari_wrapper(gym.make("BreakoutNoFrameskip-v4")), sample, ["ram[57]=1"])
     assert seen.shape == (2, 3, 4, 84, 84)
-    again = offline.observations(atari_wrapper(gym.make("BreakoutNoFrameskip-v4")), sample, ["ram[57]=1"])
+    again = states.observations(atari_wrapper(gym.make("BreakoutNoFrameskip-v4")), sample, ["ram[57]=1"])
     np.testing.assert_array_equal(seen, again)
 
 
 def test_the_guide_plays_through_every_life_under_the_atari_preprocessing() -> None:
     env = atari_wrapper(gym.make(BREAKOUT))
     guide = random_player(env)
-    sample = offline.sample_states(env, guide, p=30, seed=0)
+    sample = states.sample_states(env, guide, p=30, seed=0)
     seen = play(atari_wrapper(gym.make(BREAKOUT)), guide, seed=0)
     assert sample.length == len(seen)
     first_life = next(i for i, obs in enumerate(seen) if i > 0 and np.array_equal(obs[0], obs[3]))
     assert sample.length > first_life  # more than one life was played
-    assert offline.sample_states(env, guide, p=5, seed=0, max_steps=40).length == 40
+    assert states.sample_states(env, guide, p=5, seed=0, max_steps=40).length == 40
 
 
 def test_a_sample_saves_and_loads_and_bad_files_fail(tmp_path: Path) -> None:
     env = gym.make("CartPole-v1")
-    sample = offline.sample_states(env, zoo.load("ppo-CartPole-v1", seed=2), p=6, seed=1, guide="ppo@2")
+    sample = states.sample_states(env, zoo.load_agent("ppo-CartPole-v1", seed=2), p=6, seed=1, guide="ppo@2")
     path = sample.save(tmp_path / "states" / "clean.json")
-    assert offline.StateSample.load(path) == sample
+    assert states.StateSample.load(path) == sample
     assert sample.guide == "ppo@2" and sample.env_id == "CartPole-v1"
     with pytest.raises(MissingFile, match="no state sample"):
-        offline.StateSample.load(tmp_path / "nothing.json")
+        states.StateSample.load(tmp_path / "nothing.json")
     (tmp_path / "bad.json").write_text('{"format": 99}')
     with pytest.raises(InvalidArgument, match="format 2"):
-        offline.StateSample.load(tmp_path / "bad.json")
+        states.StateSample.load(tmp_path / "bad.json")
     data = json.loads(path.read_text())
     data["frames"] = 2
     (tmp_path / "short.json").write_text(json.dumps(data))
     with pytest.raises(InvalidArgument, match="history of 2"):
-        offline.StateSample.load(tmp_path / "short.json")
+        states.StateSample.load(tmp_path / "short.json")
 
 
 # -- interventions on sampled states ---------------------------------------------------------------------
 def test_each_intervention_is_made_on_every_frame_of_the_history() -> None:
     env = stacked_breakout()
-    sample = offline.sample_states(env, random_player(env), p=4, seed=0)
+    sample = states.sample_states(env, random_player(env), p=4, seed=0)
     names = ["drop_row_0", "paddle_width=48"]
-    rendered = offline.observations(stacked_breakout(), sample, names)
+    rendered = states.observations(stacked_breakout(), sample, names)
     assert rendered.shape == (3, 4, *env.observation_space.shape)
     assert not np.array_equal(rendered[1], rendered[0]) and not np.array_equal(rendered[2], rendered[0])
     by_hand = stacked_breakout()
     by_hand.reset(seed=0)
-    drop = interventions.get("breakout", "drop_row_0")
+    drop = catalogues.get("breakout", "drop_row_0")
     for k, sampled in enumerate(sample.states):
-        expected = offline.render(
+        expected = states.render(
             by_hand,
-            offline.SampledState(sampled.index, tuple(interventions.apply(state, drop) for state in sampled.history)),
+            states.SampledState(sampled.index, tuple(iv.apply(state, drop) for state in sampled.history)),
         )
         np.testing.assert_array_equal(rendered[1, k], expected)
-        np.testing.assert_array_equal(offline.render(by_hand, sampled, drop), expected)
+        np.testing.assert_array_equal(states.render(by_hand, sampled, drop), expected)
 
 
 def test_bad_inputs_fail_before_any_state_is_written() -> None:
     env = stacked_breakout()
-    sample = offline.sample_states(env, random_player(env), p=3, seed=0)
+    sample = states.sample_states(env, random_player(env), p=3, seed=0)
     with pytest.raises(UnknownName, match=r"no intervention `drop_rows_0`.*Did you mean `drop_row_0`"):
-        offline.observations(env, sample, ["drop_rows_0"])
+        states.observations(env, sample, ["drop_rows_0"])
     with pytest.raises(InvalidArgument, match="paddle_wdth"):
-        offline.observations(env, sample, ["paddle_wdth=40"])
+        states.observations(env, sample, ["paddle_wdth=40"])
     with pytest.raises(InvalidType, match="list of interventions"):
-        offline.observations(env, sample, "drop_row_0")
+        states.observations(env, sample, "drop_row_0")
     with pytest.raises(InvalidArgument, match="stacks 1"):
-        offline.observations(gym.make(BREAKOUT), sample)
+        states.observations(gym.make(BREAKOUT), sample)
     with pytest.raises(InvalidArgument, match="AtariPreprocessing"):
-        offline.sample_states(
-            gym.wrappers.AtariPreprocessing(gym.make(BREAKOUT), frame_skip=4), random_player(env), p=3
-        )
+        states.sample_states(gym.wrappers.AtariPreprocessing(gym.make(BREAKOUT), frame_skip=4), random_player(env), p=3)
     with pytest.raises(StateNotSettable, match="state"):
-        offline.sample_states(gym.make("FrozenLake-v1"), random_player(gym.make("FrozenLake-v1")), p=3)
+        states.sample_states(gym.make("FrozenLake-v1"), random_player(gym.make("FrozenLake-v1")), p=3)
     with pytest.raises(InvalidArgument, match="`p` must be >= 1"):
-        offline.sample_states(env, random_player(env), p=0)
+        states.sample_states(env, random_player(env), p=0)
     with pytest.raises(InvalidType, match="Agent"):
-        offline.sample_states(env, "guide", p=3)  # type: ignore[arg-type]
-    broken = offline.SampledState(
+        states.sample_states(env, "guide", p=3)  # type: ignore[arg-type]
+    broken = states.SampledState(
         7, tuple({k: v for k, v in s.items() if k != "paddle"} for s in sample.states[0].history)
     )
-    bad = offline.StateSample((sample.states[0], broken), 4, sample.length, 0)
+    bad = states.StateSample((sample.states[0], broken), 4, sample.length, 0)
     with pytest.raises(
         InvalidArgument, match=r"sampled state 1 \(decision 7\) under no intervention cannot be restored"
     ):
-        offline.observations(env, bad)
+        states.observations(env, bad)
 
 
 # -- the whole measurement ---------------------------------------------------------------------------------
@@ -222,10 +218,10 @@ def test_measure_matches_its_parts_and_is_deterministic(tmp_path: Path) -> None:
 
     result = offline.measure(make, cartpole_pipelines(), CARTPOLE_INTERVENTIONS, p=8, seed=5)
     assert result.interventions == ("none", *CARTPOLE_INTERVENTIONS)
-    sample = offline.sample_states(make(), zoo.load("ppo-CartPole-v1", seed=2), p=8, seed=5)
+    sample = states.sample_states(make(), zoo.load_agent("ppo-CartPole-v1", seed=2), p=8, seed=5)
     assert result.samples["ppo-CartPole-v1"].states == sample.states
-    agents = [zoo.load("ppo-CartPole-v1", seed=s) for s in (0, 1)]
-    expected = robustness_matrix(agents, offline.observations(make(), sample, CARTPOLE_INTERVENTIONS))
+    agents = [zoo.load_agent("ppo-CartPole-v1", seed=s) for s in (0, 1)]
+    expected = robustness_matrix(agents, states.observations(make(), sample, CARTPOLE_INTERVENTIONS))
     np.testing.assert_array_equal(result.matrices["ppo-CartPole-v1", "final"], expected)
 
     again = offline.measure(make, cartpole_pipelines(), CARTPOLE_INTERVENTIONS, p=8, seed=5)
@@ -265,15 +261,17 @@ def test_pipelines_are_checked() -> None:
 
 def test_the_plots_along_training() -> None:
     r = np.array([[1.0, 0.5], [0.5, 0.5]])
-    assert plots.robustness_training({("a", "final"): r}) is None
-    fig = plots.robustness_training({("a", "10"): r, ("a", "20"): r * 0 + 1}, {("a", "10"): 1.0, ("a", "20"): 3.0})
+    assert robustness_report.robustness_training({("a", "final"): r}) is None
+    fig = robustness_report.robustness_training(
+        {("a", "10"): r, ("a", "20"): r * 0 + 1}, {("a", "10"): 1.0, ("a", "20"): 3.0}
+    )
     assert fig is not None and len(fig.axes) == 3
     matrices = {("a", "10"): r, ("a", "20"): r, ("b", "10"): r}
-    grid = plots.robustness_grid(matrices, {("a", "10"): 1.0}, normalized=True, limit=0.25)
+    grid = robustness_report.robustness_grid(matrices, {("a", "10"): 1.0}, normalized=True, limit=0.25)
     assert len(grid.axes) == 2 * 3 + 1  # two pipelines x (two checkpoints + returns), and the colour bar
     assert "beyond ±0.25" in grid._suptitle.get_text()  # type: ignore[union-attr]
     with pytest.raises(InvalidArgument, match="`limit`"):
-        plots.robustness_grid(matrices, limit=2.0)
+        robustness_report.robustness_grid(matrices, limit=2.0)
 
 
 # -- the command line ------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from stable_baselines3 import DQN, PPO
 import rlwrappers as rw
 from rlwrappers import seeding
 from rlwrappers.agents import Agent, CallableAgent, SB3Agent, TorchAgent
+from rlwrappers.core import INFO_KEY
 from rlwrappers.error import InvalidArgument
 from rlwrappers.wrappers.policy import (
     ParameterNoise,
@@ -60,12 +61,12 @@ def test_weights_are_noisy_during_an_episode_and_restored_at_reset_and_close(age
     clean = _snapshot(agent)
     env = ParameterNoise(gym.make("CartPole-v1"), std=0.1, agent=agent)
     _, info = env.reset(seed=0)
-    assert info[rw.INFO_KEY]["param_noise"]["active"] is True
+    assert info[INFO_KEY]["param_noise"]["active"] is True
     assert not _equal(agent, clean)
     first = _snapshot(agent)
     for t in range(10):
         _, _, terminated, truncated, info = env.step(t % 2)
-        assert info[rw.INFO_KEY]["param_noise"] == {"active": True}
+        assert info[INFO_KEY]["param_noise"] == {"active": True}
         assert _equal(agent, first)  # the noise holds for the whole episode
         if terminated or truncated:
             break
@@ -83,7 +84,7 @@ def test_reset_restores_before_drawing_new_noise(agent: SB3Agent) -> None:
     for episode in range(4):
         _, info = env.reset(seed=None if episode else 0)
         # the reported noise sits on the clean weights, not on the previous episode's noisy ones
-        assert _delta_norm(agent, clean) == pytest.approx(info[rw.INFO_KEY]["param_noise"]["norm"], rel=1e-5)
+        assert _delta_norm(agent, clean) == pytest.approx(info[INFO_KEY]["param_noise"]["norm"], rel=1e-5)
     env.close()
     assert _equal(agent, clean)
 
@@ -92,7 +93,7 @@ def test_weights_restored_when_the_schedule_switches_off(agent: SB3Agent) -> Non
     clean = _snapshot(agent)
     env = ParameterNoise(gym.make("CartPole-v1"), std=0.1, agent=agent, when="window(start=2, stop=5)")
     _, info = env.reset(seed=0)
-    assert rw.INFO_KEY not in info
+    assert INFO_KEY not in info
     noisy = []
     for t in range(1, 8):
         _, _, terminated, truncated, info = env.step(t % 2)
@@ -103,11 +104,11 @@ def test_weights_restored_when_the_schedule_switches_off(agent: SB3Agent) -> Non
         else:
             assert _equal(agent, clean), f"time {t}"
         if t == 2:  # switched on for time 2: the step that returns the observation of time 2 reports the draw
-            assert info[rw.INFO_KEY]["param_noise"]["norm"] == pytest.approx(_delta_norm(agent, clean), rel=1e-5)
+            assert info[INFO_KEY]["param_noise"]["norm"] == pytest.approx(_delta_norm(agent, clean), rel=1e-5)
         elif 3 <= t <= 5:  # the step that takes the action of time t - 1 reports it
-            assert info[rw.INFO_KEY]["param_noise"] == {"active": True}
+            assert info[INFO_KEY]["param_noise"] == {"active": True}
         else:
-            assert rw.INFO_KEY not in info
+            assert INFO_KEY not in info
     assert len(noisy) == 3
     assert all(torch.equal(n[k], noisy[0][k]) for n in noisy for k in n)  # one draw for the whole window
     env.close()
@@ -176,7 +177,7 @@ def test_noise_comes_from_the_layer_effect_generator(agent: SB3Agent) -> None:
     for (name, tensor), delta in zip(params.items(), noise, strict=True):
         assert torch.equal(tensor, clean[name] + torch.from_numpy(delta)), name
     expected = float(np.sqrt(sum(float(np.dot(n.ravel().astype(np.float64), n.ravel())) for n in noise)))
-    assert info[rw.INFO_KEY]["param_noise"]["norm"] == pytest.approx(expected, rel=1e-6)
+    assert info[INFO_KEY]["param_noise"]["norm"] == pytest.approx(expected, rel=1e-6)
     env.close()
 
 
@@ -208,7 +209,7 @@ def test_zero_std_leaves_weights_equal(agent: SB3Agent) -> None:
     clean = _snapshot(agent)
     env = ParameterNoise(gym.make("CartPole-v1"), std=0.0, agent=agent)
     _, info = env.reset(seed=0)
-    assert info[rw.INFO_KEY]["param_noise"]["norm"] == 0.0
+    assert info[INFO_KEY]["param_noise"]["norm"] == 0.0
     assert _equal(agent, clean)
     env.close()
 
@@ -222,14 +223,14 @@ def test_log_records_the_norm_of_the_weight_change(agent: SB3Agent, tmp_path: Pa
     for seed in (0, 1, 2):
         obs, info = env.reset(seed=seed)
         norms.append(_delta_norm(agent, clean))
-        reported.append(info[rw.INFO_KEY]["param_noise"]["norm"])
+        reported.append(info[INFO_KEY]["param_noise"]["norm"])
         done, t = False, 0
         while not done and t < 50:
             obs, _, terminated, truncated, _ = env.step(agent.act_one(obs))
             done, t = terminated or truncated, t + 1
     env.close()
     assert _equal(agent, clean)
-    log = rw.load(tmp_path / "run")
+    log = rw.read_log(tmp_path / "run")
     assert "param_noise.norm" in log.episodes.columns
     assert list(log.episodes["param_noise.active"]) == [True, True, True]
     logged = log.episodes["param_noise.norm"].to_numpy(dtype=np.float64)
@@ -318,7 +319,7 @@ def test_spec_string(agent: SB3Agent) -> None:
     assert perturbation.std == 0.1 and perturbation.channel == "policy"
     assert rw.attach(env, agent) == 1
     _, info = env.reset(seed=0)
-    assert info[rw.INFO_KEY]["param_noise"]["norm"] == pytest.approx(_delta_norm(agent, clean), rel=1e-5)
+    assert info[INFO_KEY]["param_noise"]["norm"] == pytest.approx(_delta_norm(agent, clean), rel=1e-5)
     env.close()
     assert _equal(agent, clean)
 
@@ -328,9 +329,9 @@ def test_spec_string_with_schedule(agent: SB3Agent) -> None:
     env = rw.wrap(gym.make("CartPole-v1"), "param_noise(std=0.1, when=starting(episode=1))")
     rw.attach(env, agent)
     _, info = env.reset(seed=0)
-    assert rw.INFO_KEY not in info and _equal(agent, clean)
+    assert INFO_KEY not in info and _equal(agent, clean)
     _, info = env.reset()
-    assert info[rw.INFO_KEY]["param_noise"]["active"] and not _equal(agent, clean)
+    assert info[INFO_KEY]["param_noise"]["active"] and not _equal(agent, clean)
     env.close()
     assert _equal(agent, clean)
 
@@ -344,7 +345,7 @@ def test_wrapper_matches_spec(agent: SB3Agent) -> None:
     rw.attach(by_spec, agent)
     _, info_spec = by_spec.reset(seed=4)
     assert _equal(agent, by_class_weights)
-    assert info_class[rw.INFO_KEY] == info_spec[rw.INFO_KEY]
+    assert info_class[INFO_KEY] == info_spec[INFO_KEY]
     by_spec.close()
 
 

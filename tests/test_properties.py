@@ -222,7 +222,7 @@ def test_integer_noise_has_the_requested_std_on_int32():
 )
 @SETTINGS
 def test_scalar_noise_is_the_same_draw_as_noise_of_shape_unit(std, dist, seed):
-    from rlwrappers import transforms
+    from rlwrappers.functional import noise
 
-    array = transforms.noise((), std, dist, np.random.default_rng(seed))
-    assert transforms.scalar_noise(std, dist, np.random.default_rng(seed)) == float(array[()])
+    array = noise.noise((), std, dist, np.random.default_rng(seed))
+    assert noise.scalar_noise(std, dist, np.random.default_rng(seed)) == float(array[()])

@@ -21,8 +21,10 @@ import pytest
 from gymnasium.envs.registration import EnvSpec
 
 import rlwrappers as rw
-from rlwrappers import record
+from rlwrappers import logs
+from rlwrappers.core import INFO_KEY, layers
 from rlwrappers.error import LogError
+from rlwrappers.logs import Log, schema
 
 HELPER = Path(__file__).with_name("helpers_kill_recorder.py")
 TIME_COLUMNS = ["start_time", "wall_time"]
@@ -40,13 +42,13 @@ def _run(env: gym.Env, seeds: list[int | None], steps: int, actions: Any) -> lis
     episodes = []
     for seed in seeds:
         _, info = env.reset(seed=seed)
-        ep: dict[str, Any] = {"reset": info.get(rw.INFO_KEY, {}), "actions": [], "rewards": [], "records": []}
+        ep: dict[str, Any] = {"reset": info.get(INFO_KEY, {}), "actions": [], "rewards": [], "records": []}
         for _ in range(steps):
             action = actions()
             _, reward, terminated, truncated, info = env.step(action)
             ep["actions"].append(action)
             ep["rewards"].append(float(reward))
-            ep["records"].append(info.get(rw.INFO_KEY, {}))
+            ep["records"].append(info.get(INFO_KEY, {}))
             if terminated or truncated:
                 ep["end"] = (terminated, truncated)
                 break
@@ -106,8 +108,8 @@ def test_close_writes_meta_and_parquet_tables(tmp_path):
     for name in ("steps", "episodes"):
         metadata = pq.read_schema(tmp_path / "run" / f"{name}.parquet").metadata
         assert json.loads(metadata[b"rlwrappers"]) == header
-    log = rw.load(tmp_path / "run")
-    assert isinstance(log, rw.Log)
+    log = rw.read_log(tmp_path / "run")
+    assert isinstance(log, Log)
     assert log.path == tmp_path / "run"
     assert len(log.episodes) == 2
     assert len(log.steps) == log.episodes["length"].sum()
@@ -116,11 +118,11 @@ def test_close_writes_meta_and_parquet_tables(tmp_path):
 def test_load_episodes_reads_the_episodes_table_alone_finished_or_not(tmp_path):
     env = rw.Recorder(rw.wrap(gym.make("CartPole-v1"), "obs_noise(std=0.1)"), tmp_path / "run")
     _run(env, [0, 1], 20, _discrete())
-    pd.testing.assert_frame_equal(record.load_episodes(tmp_path / "run"), rw.load(tmp_path / "run").episodes)
+    pd.testing.assert_frame_equal(logs.read_episodes(tmp_path / "run"), rw.read_log(tmp_path / "run").episodes)
     env.close()
-    pd.testing.assert_frame_equal(record.load_episodes(tmp_path / "run"), rw.load(tmp_path / "run").episodes)
+    pd.testing.assert_frame_equal(logs.read_episodes(tmp_path / "run"), rw.read_log(tmp_path / "run").episodes)
     with pytest.raises(LogError, match="missing"):
-        record.load_episodes(tmp_path)
+        logs.read_episodes(tmp_path)
 
 
 def test_header_describes_the_run_and_rebuilds_the_stack(tmp_path):
@@ -136,9 +138,9 @@ def test_header_describes_the_run_and_rebuilds_the_stack(tmp_path):
     env = rw.Recorder(env_to_record, tmp_path / "run", metadata={"agent": "random"})
     _run(env, [5, 6, None], 30, _discrete())
     env.close()
-    meta = rw.load(tmp_path / "run").meta
+    meta = rw.read_log(tmp_path / "run").meta
 
-    assert meta["format"] == record.FORMAT
+    assert meta["format"] == schema.FORMAT
     assert meta["rlwrappers"] == rw.__version__
     assert meta["gymnasium"] == gym.__version__
     assert meta["env_id"] == "CartPole-v1"
@@ -163,8 +165,8 @@ def test_header_describes_the_run_and_rebuilds_the_stack(tmp_path):
 
     rebuilt = gym.make(EnvSpec.from_json(json.dumps(meta["spec"])))
     assert str(rebuilt) == meta["stack"] == str(env_to_record)
-    assert [layer.specs for layer in rw.layers(rebuilt)] == [layer.specs for layer in rw.layers(env_to_record)]
-    assert [layer.labels for layer in rw.layers(rebuilt)] == [layer.labels for layer in rw.layers(env_to_record)]
+    assert [layer.specs for layer in layers(rebuilt)] == [layer.specs for layer in layers(env_to_record)]
+    assert [layer.labels for layer in layers(rebuilt)] == [layer.labels for layer in layers(env_to_record)]
 
 
 def test_rebuilt_stack_replays_the_logged_run(tmp_path):
@@ -180,7 +182,7 @@ def test_rebuilt_stack_replays_the_logged_run(tmp_path):
     env = rw.Recorder(make(), tmp_path / "run")
     _run(env, [3, 4], 20, lambda: next(it))
     env.close()
-    log = rw.load(tmp_path / "run")
+    log = rw.read_log(tmp_path / "run")
 
     it = iter(actions)
     replay = _run(gym.make(EnvSpec.from_json(json.dumps(log.meta["spec"]))), [3, 4], 20, lambda: next(it))
@@ -194,7 +196,7 @@ def test_registered_id_header_rebuilds(tmp_path):
     env = rw.Recorder(gym.make("rlwrappers/CartPole-Sticky-v1"), tmp_path / "run")
     _run(env, [0], 5, _discrete())
     env.close()
-    meta = rw.load(tmp_path / "run").meta
+    meta = rw.read_log(tmp_path / "run").meta
     assert meta["env_id"] == "rlwrappers/CartPole-Sticky-v1"
     assert [p["spec"] for p in meta["perturbations"]] == ["sticky_action"]
     rebuilt = gym.make(EnvSpec.from_json(json.dumps(meta["spec"])))
@@ -215,7 +217,7 @@ def test_step_rows_match_what_the_agent_saw(tmp_path):
     env = rw.Recorder(rw.StickyAction(inner, p=0.3, duration=(1, 2)), tmp_path / "run")
     seen = _run(env, [0, 1, 2], 40, _discrete(7))
     env.close()
-    steps = rw.load(tmp_path / "run").steps
+    steps = rw.read_log(tmp_path / "run").steps
 
     rows = [
         (e, t, a, r, rec)
@@ -254,7 +256,7 @@ def test_episode_rows(tmp_path):
     env = rw.Recorder(rw.wrap(gym.make("CartPole-v1"), "reward_noise(std=0.5)"), tmp_path / "run")
     seen = _run(env, [11, None, 13], 500, _discrete())
     env.close()
-    log = rw.load(tmp_path / "run")
+    log = rw.read_log(tmp_path / "run")
     episodes = log.episodes
     assert episodes["episode"].tolist() == [0, 1, 2]
     assert episodes["seed"].tolist() == [11, pd.NA, 13]
@@ -275,7 +277,7 @@ def test_truncated_episode(tmp_path):
     env = rw.Recorder(gym.make("Pendulum-v1"), tmp_path / "run")
     _run(env, [0], 300, lambda: np.zeros(1, np.float32))
     env.close()
-    episodes = rw.load(tmp_path / "run").episodes
+    episodes = rw.read_log(tmp_path / "run").episodes
     assert episodes[["length", "terminated", "truncated", "complete"]].values.tolist() == [[200, False, True, True]]
 
 
@@ -289,7 +291,7 @@ def test_episodes_cut_by_reset_or_close_are_incomplete(tmp_path):
         env.step(1)
     env.reset(seed=2)  # cuts episode 1 ...
     env.close()  # ... and close cuts episode 2, before any step
-    log = rw.load(tmp_path / "run")
+    log = rw.read_log(tmp_path / "run")
     assert log.episodes["complete"].tolist() == [False, False, False]
     assert log.episodes["terminated"].tolist() == [False, False, False]
     assert log.episodes["truncated"].tolist() == [False, False, False]
@@ -306,7 +308,7 @@ def test_close_cuts_an_open_episode_after_finished_ones(tmp_path):
     env.step(0)
     env.step(0)
     env.close()
-    episodes = rw.load(tmp_path / "run").episodes
+    episodes = rw.read_log(tmp_path / "run").episodes
     assert episodes["complete"].tolist() == [True, False]
     assert episodes["length"].iloc[1] == 2
 
@@ -315,7 +317,7 @@ def test_discrete_action_column(tmp_path):
     env = rw.Recorder(rw.ActionNoise(gym.make("CartPole-v1"), p=1.0), tmp_path / "run")
     seen = _run(env, [0], 10, _discrete(3))
     env.close()
-    steps = rw.load(tmp_path / "run").steps
+    steps = rw.read_log(tmp_path / "run").steps
     assert str(steps["action"].dtype) == "Int64"
     assert steps["action"].tolist() == seen[0]["actions"]
     assert steps["action_noise.executed"].tolist() == [int(r["action_noise"]["executed"]) for r in seen[0]["records"]]
@@ -327,7 +329,7 @@ def test_box_action_column(tmp_path):
     rng = np.random.default_rng(0)
     seen = _run(env, [0], 10, lambda: rng.uniform(-2, 2, size=1).astype(np.float32))
     env.close()
-    log = rw.load(tmp_path / "run")
+    log = rw.read_log(tmp_path / "run")
     assert log.meta["action_kind"] == "float[]"
     for i, action in enumerate(seen[0]["actions"]):
         logged = log.steps["action"].iloc[i]
@@ -349,7 +351,7 @@ def test_box_action_is_copied_when_the_agent_reuses_its_buffer(tmp_path):
         buffer[0] = i / 4
         env.step(buffer)
     env.close()
-    logged = rw.load(tmp_path / "run").steps["action"]
+    logged = rw.read_log(tmp_path / "run").steps["action"]
     assert [a[0] for a in logged] == [0.0, 0.25, 0.5, 0.75, 1.0]
 
 
@@ -359,7 +361,7 @@ def test_multidiscrete_action_column(tmp_path):
     rng = np.random.default_rng(0)
     seen = _run(env, [0, 1], 5, lambda: rng.integers([0, 0], [3, 4]))
     env.close()
-    log = rw.load(tmp_path / "run")
+    log = rw.read_log(tmp_path / "run")
     assert log.meta["action_kind"] == "int[]"
     actions = [a for ep in seen for a in ep["actions"]]
     executed = [r["action_noise"]["executed"] for ep in seen for r in ep["records"]]
@@ -378,7 +380,7 @@ def test_log_without_perturbations(tmp_path):
     env = rw.Recorder(gym.make("MountainCar-v0"), tmp_path / "run")
     seen = _run(env, [0, 1], 7, _discrete())
     env.close()
-    log = rw.load(tmp_path / "run")
+    log = rw.read_log(tmp_path / "run")
     assert log.meta["perturbations"] == []
     assert log.meta["spec"]["additional_wrappers"] == []
     assert log.steps.columns.tolist() == ["episode", "step", "action", "reward", "terminated", "truncated"]
@@ -397,7 +399,7 @@ def test_reset_fields_go_to_the_episodes_table(tmp_path):
     )
     seen = _run(env, [0, 1, 2], 5, _discrete())
     env.close()
-    episodes = rw.load(tmp_path / "run").episodes
+    episodes = rw.read_log(tmp_path / "run").episodes
     assert episodes["init_noise.active"].tolist() == [False, True, True]
     assert episodes["init_noise.delta"].iloc[0] is None
     for e in (1, 2):
@@ -405,7 +407,7 @@ def test_reset_fields_go_to_the_episodes_table(tmp_path):
         assert len(delta) == 4
         np.testing.assert_array_equal(episodes["init_noise.delta"].iloc[e], delta)
     assert not np.array_equal(episodes["init_noise.delta"].iloc[1], episodes["init_noise.delta"].iloc[2])
-    steps = rw.load(tmp_path / "run").steps
+    steps = rw.read_log(tmp_path / "run").steps
     assert not steps["init_noise.active"].any()  # acts only at reset
 
 
@@ -423,7 +425,7 @@ def test_same_seeds_give_identical_logs(tmp_path):
         env = rw.Recorder(stack, path)
         _run(env, [0, 1, None, 7], 60, _discrete(4))
         env.close()
-        return rw.load(path)
+        return rw.read_log(path)
 
     a, b = one(tmp_path / "a"), one(tmp_path / "b")
     assert len(a.steps) > 50
@@ -435,7 +437,7 @@ def test_unseeded_run_reports_entropy_that_repeats_its_perturbations(tmp_path):
     env = rw.Recorder(rw.RewardNoise(gym.make("CartPole-v1"), std=1.0), tmp_path / "a")
     _run(env, [None], 8, lambda: 0)
     env.close()
-    a = rw.load(tmp_path / "a")
+    a = rw.read_log(tmp_path / "a")
     assert a.meta["seeds"] == []
     assert pd.isna(a.episodes["seed"].iloc[0])
     (entropy,) = a.episodes["entropy"].iloc[0]
@@ -454,7 +456,7 @@ def test_recorder_takes_every_64_bit_seed(tmp_path):
     env = rw.Recorder(rw.RewardNoise(gym.make("CartPole-v1"), std=1.0), tmp_path / "run")
     _run(env, [seed], 5, lambda: 0)
     env.close()
-    log = rw.load(tmp_path / "run")
+    log = rw.read_log(tmp_path / "run")
     assert log.meta["seeds"] == [seed]
     assert int(log.episodes["seed"].iloc[0]) == seed
     assert log.episodes["entropy"].iloc[0].tolist() == [seed]
@@ -471,16 +473,16 @@ def test_recorder_rejects_a_seed_it_cannot_log(tmp_path):
 
 def test_load_missing_directory_raises(tmp_path):
     with pytest.raises(LogError, match="no rlwrappers log"):
-        rw.load(tmp_path / "nothing here")
+        rw.read_log(tmp_path / "nothing here")
     (tmp_path / "empty").mkdir()
     with pytest.raises(OSError, match=r"meta\.json"):
-        rw.load(tmp_path / "empty")
+        rw.read_log(tmp_path / "empty")
 
 
 def test_load_rejects_a_foreign_header(tmp_path):
     (tmp_path / "meta.json").write_text(json.dumps({"format": "something-else"}))
     with pytest.raises(LogError, match="not an rlwrappers log"):
-        rw.load(tmp_path)
+        rw.read_log(tmp_path)
 
 
 def test_recorder_refuses_to_overwrite_unless_asked(tmp_path):
@@ -489,12 +491,12 @@ def test_recorder_refuses_to_overwrite_unless_asked(tmp_path):
     env.close()
     with pytest.raises(LogError, match="already holds a log"):
         rw.Recorder(gym.make("CartPole-v1"), tmp_path / "run")
-    assert len(rw.load(tmp_path / "run").episodes) == 3  # untouched
+    assert len(rw.read_log(tmp_path / "run").episodes) == 3  # untouched
 
     env = rw.Recorder(gym.make("CartPole-v1"), tmp_path / "run", overwrite=True)
     _run(env, [5], 500, _discrete())
     env.close()
-    log = rw.load(tmp_path / "run")
+    log = rw.read_log(tmp_path / "run")
     assert log.episodes["seed"].tolist() == [5]
     assert log.meta["seeds"] == [5]
 
@@ -502,7 +504,7 @@ def test_recorder_refuses_to_overwrite_unless_asked(tmp_path):
 def test_a_log_without_episodes_loads_with_its_columns(tmp_path):
     env = rw.Recorder(rw.RewardNoise(gym.make("CartPole-v1")), tmp_path / "run")
     env.close()
-    log = rw.load(tmp_path / "run")
+    log = rw.read_log(tmp_path / "run")
     assert len(log.steps) == len(log.episodes) == 0
     assert "reward_noise.noise" in log.steps.columns
     assert "complete" in log.episodes.columns
@@ -552,7 +554,7 @@ def _kill(proc: subprocess.Popen) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
-def _assert_consistent(log: rw.Log) -> None:
+def _assert_consistent(log: Log) -> None:
     episodes, steps = log.episodes, log.steps
     assert episodes["episode"].tolist() == list(range(len(episodes)))
     assert episodes["complete"].all()
@@ -573,7 +575,7 @@ def test_kill_9_mid_episode_keeps_every_finished_episode(tmp_path):
     assert lines == ["finished 0", "finished 1", "finished 2", "midway"]
     assert (path / "stream.arrows").exists() and not (path / "steps.parquet").exists()
 
-    log = rw.load(path)
+    log = rw.read_log(path)
     assert len(log.episodes) == 3
     _assert_consistent(log)
     assert "end_time" not in log.meta
@@ -582,13 +584,13 @@ def test_kill_9_mid_episode_keeps_every_finished_episode(tmp_path):
 
     # the killed run holds exactly what an uninterrupted run of three episodes writes
     _helper().record(str(tmp_path / "full"), episodes=3, report=lambda line: None)
-    full = rw.load(tmp_path / "full")
+    full = rw.read_log(tmp_path / "full")
     pd.testing.assert_frame_equal(log.steps, full.steps)
     pd.testing.assert_frame_equal(log.episodes.drop(columns=TIME_COLUMNS), full.episodes.drop(columns=TIME_COLUMNS))
 
-    record.compact(path)
+    logs.compact(path)
     assert sorted(os.listdir(path)) == ["episodes.parquet", "meta.json", "steps.parquet"]
-    compacted = rw.load(path)
+    compacted = rw.read_log(path)
     pd.testing.assert_frame_equal(compacted.steps, log.steps)
     pd.testing.assert_frame_equal(compacted.episodes, log.episodes)
     assert compacted.meta == log.meta
@@ -602,13 +604,13 @@ def test_kill_9_at_full_speed_keeps_every_reported_episode(tmp_path):
     reported = len(lines)
     assert lines[-1] == f"finished {reported - 1}"
 
-    log = rw.load(path)
+    log = rw.read_log(path)
     assert len(log.episodes) >= reported
     _assert_consistent(log)
 
-    record.compact(path)
+    logs.compact(path)
     assert not (path / "stream.arrows").exists()
-    compacted = rw.load(path)
+    compacted = rw.read_log(path)
     pd.testing.assert_frame_equal(compacted.steps, log.steps)
     pd.testing.assert_frame_equal(compacted.episodes, log.episodes)
 
@@ -617,8 +619,8 @@ def test_compact_of_a_finished_log_is_a_no_op(tmp_path):
     env = rw.Recorder(gym.make("CartPole-v1"), tmp_path / "run")
     _run(env, [0], 500, _discrete())
     env.close()
-    before = rw.load(tmp_path / "run")
-    record.compact(tmp_path / "run")
-    after = rw.load(tmp_path / "run")
+    before = rw.read_log(tmp_path / "run")
+    logs.compact(tmp_path / "run")
+    after = rw.read_log(tmp_path / "run")
     pd.testing.assert_frame_equal(before.steps, after.steps)
     pd.testing.assert_frame_equal(before.episodes, after.episodes)

@@ -15,14 +15,15 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils import RecordConstructorArgs
 
 import rlwrappers as rw
-from rlwrappers.core import PerturbationLayer, SingleLayer
+from rlwrappers.core import Perturb, PerturbationLayer, SingleLayer
 
 gym.register_envs(ale_py)
 AGENT_FOLDED = {"agent": "not part of the spec: an agent is attached at run time (rw.attach)"}
 
 
 def public_recording_wrappers() -> dict[str, type]:
-    out = {}
+    """The named wrappers of ``rw``, and ``Perturb`` (what ``rw.wrap`` builds, stored in specs by its path)."""
+    out: dict[str, type] = {"Perturb": Perturb}
     for name in rw.__all__:
         obj = getattr(rw, name)
         if inspect.isclass(obj) and issubclass(obj, gym.Wrapper) and issubclass(obj, RecordConstructorArgs):
@@ -214,9 +215,7 @@ def test_changed_arguments_are_recorded_and_rebuilt_by_the_spec(name):
 
 
 def test_perturb_folds_when_into_each_recorded_perturbation():
-    wrapper = rw.Perturb(
-        gym.make("CartPole-v1"), ["obs_noise(std=0.2)", "reward_noise(when=never)"], when="prob(p=0.5)"
-    )
+    wrapper = Perturb(gym.make("CartPole-v1"), ["obs_noise(std=0.2)", "reward_noise(when=never)"], when="prob(p=0.5)")
     whens = [p["when"] for p in wrapper._saved_kwargs["perturbations"]]
     assert whens == ["prob(p=0.5)", "never"]
 

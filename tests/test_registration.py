@@ -14,7 +14,7 @@ import pytest
 
 import rlwrappers as rw
 from rlwrappers import schedule
-from rlwrappers.core import Entry
+from rlwrappers.core import INFO_KEY, Entry, Perturb, layers
 from rlwrappers.error import InvalidArgument, UnknownName
 from rlwrappers.wrappers import ObservationNoisePerturbation
 
@@ -91,7 +91,7 @@ def test_conflicting_registration_raises():
     # the catalogue's names are taken too
     with pytest.raises(InvalidArgument, match="CartPole-ObsNoise-v1"):
         rw.register("CartPole-v1", "obs_noise(std=0.2)", name="CartPole-ObsNoise")
-    layer = next(rw.layers(gym.make(env_id)))
+    layer = next(layers(gym.make(env_id)))
     assert layer.perturbations[0].std == 0.1
 
 
@@ -114,8 +114,8 @@ def test_make_builds_the_perturbation_layer():
     env = gym.make(env_id)
     assert env.spec.id == env_id
     assert env.spec.max_episode_steps == 500
-    (layer,) = rw.layers(env)
-    assert isinstance(layer, rw.Perturb)
+    (layer,) = layers(env)
+    assert isinstance(layer, Perturb)
     assert layer.labels == ("obs_noise", "rn", "action_noise")
     assert [p.params() for p in layer.perturbations] == [
         {"std": 0.2, "dist": "gaussian", "clip": True},
@@ -127,14 +127,14 @@ def test_make_builds_the_perturbation_layer():
 
     # the layer acts as registered: nothing in episode 0, obs and reward noise from episode 1 on
     _, info = env.reset(seed=0)
-    assert rw.INFO_KEY not in info
+    assert INFO_KEY not in info
     _, reward, _, _, info = env.step(0)
-    assert set(info[rw.INFO_KEY]) == {"action_noise"} and reward == 1.0
+    assert set(info[INFO_KEY]) == {"action_noise"} and reward == 1.0
     _, info = env.reset()
-    assert set(info[rw.INFO_KEY]) == {"obs_noise"}
+    assert set(info[INFO_KEY]) == {"obs_noise"}
     _, reward, _, _, info = env.step(0)
-    assert set(info[rw.INFO_KEY]) == {"obs_noise", "rn", "action_noise"}
-    assert reward == 1.0 + info[rw.INFO_KEY]["rn"]["noise"]
+    assert set(info[INFO_KEY]) == {"obs_noise", "rn", "action_noise"}
+    assert reward == 1.0 + info[INFO_KEY]["rn"]["noise"]
 
     # the spec of the made env rebuilds the same stack
     assert str(gym.make(env.spec)) == str(env)
@@ -174,7 +174,7 @@ def test_base_kwargs_pass_through():
     # make-time kwargs still override, and the perturbation stays
     env = gym.make(env_id, g=5.0)
     assert env.unwrapped.g == 5.0
-    assert [layer.specs for layer in rw.layers(env)] == [["reward_noise"]]
+    assert [layer.specs for layer in layers(env)] == [["reward_noise"]]
 
     cartpole = rw.register("CartPole-v1", "obs_noise(std=0.1)", name="RegTest-SB", sutton_barto_reward=True)
     env = gym.make(cartpole)
@@ -193,7 +193,7 @@ def test_atari_base_with_kwargs():
     _, info = env.reset(seed=0)
     _, _, _, _, info = env.step(0)
     _, _, _, _, info = env.step(1)
-    assert "sticky_action" in info[rw.INFO_KEY]
+    assert "sticky_action" in info[INFO_KEY]
     env.close()
 
 
@@ -213,16 +213,16 @@ def test_catalogue_lists_sixty_distinct_ids():
 def test_every_catalogue_id_makes_resets_and_steps(entry):
     env = gym.make(entry.id)
     try:
-        (layer,) = rw.layers(env)
+        (layer,) = layers(env)
         assert layer.entries == (Entry.parse(entry.spec),)
         assert gym.spec(entry.id).kwargs == gym.spec(entry.base_id).kwargs
         env.action_space.seed(0)
         obs, info = env.reset(seed=0)
-        seen = set(info.get(rw.INFO_KEY, {}))
+        seen = set(info.get(INFO_KEY, {}))
         assert env.observation_space.contains(obs)
         for _ in range(3):
             obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
-            seen |= set(info.get(rw.INFO_KEY, {}))
+            seen |= set(info.get(INFO_KEY, {}))
             assert np.isfinite(reward)
             if terminated or truncated:
                 break

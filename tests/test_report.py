@@ -16,10 +16,13 @@ import pandas as pd
 import pytest
 
 import rlwrappers as rw
-from rlwrappers import metrics, plots
+from rlwrappers import metrics
 from rlwrappers.error import InvalidArgument, LogError
-from rlwrappers.evaluation import Evaluation
-from rlwrappers.report import format_table, write_report
+from rlwrappers.report import plots
+from rlwrappers.report.evaluation import write_report
+from rlwrappers.report.tables import format_table
+from rlwrappers.studies import Execution
+from rlwrappers.studies.results import Evaluation
 
 pytest.importorskip("matplotlib")
 
@@ -38,7 +41,9 @@ def _agent() -> Any:
 @pytest.fixture(scope="module")
 def evaluation(tmp_path_factory: pytest.TempPathFactory) -> Evaluation:
     out = tmp_path_factory.mktemp("report") / "run"
-    return rw.evaluate(_agent(), "CartPole-v1", SHIFTS, episodes=2, seeds=2, out=out, workers=1, progress=False)
+    return rw.evaluate(
+        _agent(), "CartPole-v1", SHIFTS, episodes=2, seeds=2, out=out, execution=Execution(workers=1, progress=False)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +171,7 @@ def test_plots_refuse_bad_input() -> None:
 
 
 def test_importing_the_report_modules_leaves_matplotlib_unloaded() -> None:
-    code = "import sys, rlwrappers.report, rlwrappers.plots; print('matplotlib' in sys.modules)"
+    modules = ", ".join(f"rlwrappers.report.{name}" for name in ("evaluation", "robustness", "saliency", "plots"))
+    code = f"import sys, {modules}; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

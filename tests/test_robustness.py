@@ -14,14 +14,12 @@ from rlwrappers.agents import CallableAgent, TorchAgent
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType
 from rlwrappers.metrics.robustness import (
     OVERALL,
-    action_distributions,
     generalized_jsd_robustness,
     normalized_robustness,
     offline_robustness,
     pipeline_summary,
-    robustness_matrix,
-    sampled_robustness,
 )
+from rlwrappers.studies.offline import action_distributions, robustness_matrix, sampled_robustness
 
 OBS = gym.spaces.Box(-np.inf, np.inf, shape=(4,), dtype=np.float32)
 TWO = gym.spaces.Discrete(2)
@@ -358,17 +356,17 @@ def test_pipeline_summary_checks_its_arguments() -> None:
 
 def test_the_heatmap_draws_interventions_by_states() -> None:
     pytest.importorskip("matplotlib")
-    from rlwrappers import plots
+    from rlwrappers.report import robustness as robustness_report
 
     matrix = np.array([[1.0, 0.5, 0.0], [0.7, 0.7, 1.0]])  # 2 states, the null intervention and two others
-    fig = plots.robustness_heatmap(matrix, interventions=["none", "wide paddle", "no row"])
+    fig = robustness_report.robustness_heatmap(matrix, interventions=["none", "wide paddle", "no row"])
     image = fig.axes[0].images[0].get_array()
     np.testing.assert_array_equal(image, matrix.T)  # interventions are rows, the null one on top
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["none", "wide paddle", "no row"]
-    normalized = plots.robustness_heatmap(normalized_robustness(matrix), normalized=True, limit=0.4)
+    normalized = robustness_report.robustness_heatmap(normalized_robustness(matrix), normalized=True, limit=0.4)
     np.testing.assert_allclose(normalized.axes[0].images[0].get_array(), [[-0.5, 0.0], [-1.0, 0.3]])
     assert "50% of cells beyond ±0.4" in normalized.axes[0].get_title()
     with pytest.raises(InvalidArgument, match="interventions >= 2"):
-        plots.robustness_heatmap(matrix[:, :1])
+        robustness_report.robustness_heatmap(matrix[:, :1])
     with pytest.raises(InvalidArgument, match="must label 2 states"):
-        plots.robustness_heatmap(matrix, states=["a"])
+        robustness_report.robustness_heatmap(matrix, states=["a"])

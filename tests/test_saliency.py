@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlwrappers import saliency
-from rlwrappers.agents import CallableAgent, TorchAgent
+from rlwrappers.agents import CallableAgent, TorchAgent, load_sb3
 from rlwrappers.error import (
     IncompatibleSpace,
     InvalidArgument,
@@ -22,7 +21,8 @@ from rlwrappers.error import (
     NotDifferentiable,
     UnknownName,
 )
-from rlwrappers.metrics.saliency import insertion_order
+from rlwrappers.explain import maps
+from rlwrappers.explain.insertion import insertion_order
 
 SHARED_AGENTS = Path(__file__).resolve().parents[2] / "shared" / "agents"
 SIDE = 16
@@ -128,7 +128,7 @@ def test_block_pixels_rank_first(method: str, params: dict[str, Any], k: int) ->
     if method == "lime":
         pytest.importorskip("skimage")
     agent = block_agent()
-    result = saliency.explain(agent, block_obs(), method, **params)
+    result = maps.saliency_map(agent, block_obs(), method, **params)
     assert result.shape == (SIDE, SIDE) and result.method == method and result.layout == "chw"
     assert np.all(np.isfinite(result.values))
     assert result.action == 0  # the greedy action: q_0 is about 1.6 > 0.5 > 0
@@ -136,7 +136,7 @@ def test_block_pixels_rank_first(method: str, params: dict[str, Any], k: int) ->
 
 
 @pytest.mark.parametrize("layout", ["hwc", "hw"])
-@pytest.mark.parametrize("method", sorted(saliency.METHODS))
+@pytest.mark.parametrize("method", sorted(maps.METHODS))
 def test_every_layout(layout: str, method: str) -> None:
     if method == "lime":
         pytest.importorskip("skimage")
@@ -148,7 +148,7 @@ def test_every_layout(layout: str, method: str) -> None:
         "sarfa": {"radius": 1},
     }
     params = cases[method]
-    result = saliency.explain(block_agent(layout), block_obs(layout), method, **params)
+    result = maps.saliency_map(block_agent(layout), block_obs(layout), method, **params)
     assert result.shape == (SIDE, SIDE) and result.layout == layout
     assert result.broadcast().shape == result.observation_shape == block_obs(layout).shape
     assert IN_BLOCK.ravel()[top(result.values, 6 if method == "rise" else 9)].all()
@@ -156,7 +156,7 @@ def test_every_layout(layout: str, method: str) -> None:
 
 def test_lime_quickshift_ranks_the_block_segments_first() -> None:
     pytest.importorskip("skimage")
-    result = saliency.lime(block_agent(), block_obs(), samples=300)
+    result = maps.lime(block_agent(), block_obs(), samples=300)
     assert result.segments is not None and result.segments.shape == (SIDE, SIDE)
     assert result.params["segmentation"] == "quickshift" and result.params["max_dist"] == 2
     touching = np.isin(result.segments, np.unique(result.segments[IN_BLOCK]))
@@ -169,11 +169,11 @@ def test_lime_quickshift_ranks_the_block_segments_first() -> None:
     assert touching.ravel()[order[: touching.sum()]].all()
 
 
-@pytest.mark.parametrize("method", sorted(saliency.METHODS))
+@pytest.mark.parametrize("method", sorted(maps.METHODS))
 def test_vector_features_rank_first(method: str) -> None:
     variants = [{}, {"variant": "black"}] if method in ("noise_sensitivity", "sarfa") else [{}]
     for params in variants:
-        result = saliency.explain(vector_agent(), vector_obs(), method, **params)
+        result = maps.saliency_map(vector_agent(), vector_obs(), method, **params)
         assert result.shape == (8,) and result.layout is None
         assert set(top(result.values, 2).tolist()) == set(FEATURES), (params, result.values)
     if method == "lime":
@@ -184,17 +184,17 @@ def test_occlusion_is_the_drop_of_the_score() -> None:
     """Equation 1 as q(I) - q(I'): on a linear agent, exactly the occluded pixels' contribution."""
     agent = block_agent()
     obs = block_obs()
-    result = saliency.occlusion(agent, obs, patch=1)
+    result = maps.occlusion(agent, obs, patch=1)
     weight = agent.module.weight.numpy()
     expected = 2.0 * (weight * obs).sum(axis=0) / 255.0
     np.testing.assert_allclose(result.values, expected, atol=1e-5)
     # Overlapping patches average: with stride 1 and patch 2, an inner pixel is covered by 4 patches.
-    overlapping = saliency.occlusion(agent, obs, patch=2, stride=1)
+    overlapping = maps.occlusion(agent, obs, patch=2, stride=1)
     assert overlapping.params == {"patch": 2, "stride": 1, "color": 0.0, "softmax": False}
     covering = [expected[r : r + 2, c : c + 2].sum() for r in (5, 6) for c in (9, 10)]  # patches over (6, 10)
     np.testing.assert_allclose(overlapping.values[6, 10], np.mean(covering), atol=1e-5)
     # Patches are cut at the border: on a vector, windows of 3 features with stride 2 start at 0, 2, 4, 6.
-    windows = saliency.occlusion(vector_agent(), vector_obs(), patch=3, stride=2)
+    windows = maps.occlusion(vector_agent(), vector_obs(), patch=3, stride=2)
     drops = {start: 0.3 * 10 * (start <= 2 < start + 3) + 0.2 * 10 * (start <= 5 < start + 3) for start in (0, 2, 4, 6)}
     covering_last = [drops[4], drops[6]]  # feature 6 lies in the windows starting at 4 and 6 (cut: 6..7)
     np.testing.assert_allclose(windows.values[6], np.mean(covering_last), atol=1e-5)
@@ -205,7 +205,7 @@ def test_noise_sensitivity_equals_greydanus_reference() -> None:
     """Equation 2 against SciPy's Gaussian filters, built the way Greydanus et al. build the mask."""
     ndimage = pytest.importorskip("scipy.ndimage")
     agent, obs, r = block_agent(), block_obs(), 2
-    result = saliency.noise_sensitivity(agent, obs, radius=r)
+    result = maps.noise_sensitivity(agent, obs, radius=r)
     x = obs.astype(np.float64)
     blurred = np.stack([ndimage.gaussian_filter(frame, sigma=3) for frame in x])
     weight = agent.module.weight.numpy().astype(np.float64)
@@ -222,8 +222,8 @@ def test_noise_sensitivity_equals_greydanus_reference() -> None:
 
 def test_rise_is_equation_3() -> None:
     agent, obs = block_agent(), block_obs()
-    result = saliency.rise(agent, obs, masks=64, size=4, p=0.3, seed=5)
-    masks = saliency.rise_masks((SIDE, SIDE), masks=64, cells=4, p=0.3, seed=5)
+    result = maps.rise(agent, obs, masks=64, size=4, p=0.3, seed=5)
+    masks = maps.rise_masks((SIDE, SIDE), masks=64, cells=4, p=0.3, seed=5)
     with torch.no_grad():
         q = agent.module(torch.as_tensor(obs[None] * masks[:, None], dtype=torch.float32))[:, 0].double().numpy()
     expected = np.einsum("n,nhw->hw", q, masks.astype(np.float64)) / (0.3 * 64)
@@ -234,7 +234,7 @@ def test_rise_masks_follow_the_reference_upsampling() -> None:
     """Cells drawn first, then offsets; linear upsampling to (cells + 1) * cell, cropped at the offset."""
     transform = pytest.importorskip("skimage.transform")
     shape, n, cells, p = (84, 84), 5, 8, 0.5
-    masks = saliency.rise_masks(shape, masks=n, cells=cells, p=p, seed=3)
+    masks = maps.rise_masks(shape, masks=n, cells=cells, p=p, seed=3)
     rng = np.random.default_rng(3)
     grid = (rng.random((n, cells, cells)) < p).astype(float)
     cell = math.ceil(84 / cells)
@@ -248,7 +248,7 @@ def test_rise_masks_follow_the_reference_upsampling() -> None:
 def test_sarfa_is_equations_4_to_6() -> None:
     original = np.array([2.0, 1.0, 0.0, -1.0])
     perturbed = np.array([[1.0, 1.5, 0.0, -1.0], [3.0, 1.0, 0.0, -1.0], [2.0, 1.0, 0.0, -1.0]])
-    got = saliency._sarfa_relevance(original, perturbed, 0)
+    got = maps._sarfa_relevance(original, perturbed, 0)
     p = np.exp(original) / np.exp(original).sum()
     q = np.exp(perturbed[0]) / np.exp(perturbed[0]).sum()
     dp = p[0] - q[0]
@@ -263,13 +263,15 @@ def test_same_seed_same_map_bit_for_bit() -> None:
     pytest.importorskip("skimage")
     agent, obs = block_agent(), block_obs()
     for method, params in [("rise", {"masks": 200}), ("lime", {"samples": 200})]:
-        first = saliency.explain(agent, obs, method, seed=7, **params)
-        again = saliency.explain(agent, obs, method, seed=7, **params)
-        other = saliency.explain(agent, obs, method, seed=8, **params)
+        first = maps.saliency_map(agent, obs, method, seed=7, **params)
+        again = maps.saliency_map(agent, obs, method, seed=7, **params)
+        other = maps.saliency_map(agent, obs, method, seed=8, **params)
         assert np.array_equal(first.values, again.values) and first.params == again.params
         assert not np.array_equal(first.values, other.values)
     for method in ("occlusion", "noise_sensitivity", "sarfa"):
-        assert np.array_equal(saliency.explain(agent, obs, method).values, saliency.explain(agent, obs, method).values)
+        assert np.array_equal(
+            maps.saliency_map(agent, obs, method).values, maps.saliency_map(agent, obs, method).values
+        )
 
 
 @pytest.mark.parametrize(
@@ -286,24 +288,24 @@ def test_perturbations_are_batched(method: str, params: dict[str, Any], perturba
     if method == "lime":
         pytest.importorskip("skimage")
     agent, obs = block_agent(), block_obs()
-    result = saliency.explain(agent, obs, method, batch_size=128, **params)
+    result = maps.saliency_map(agent, obs, method, batch_size=128, **params)
     net: BlockNet = agent.module
     assert net.calls == 1 + math.ceil(perturbations / 128) <= 4  # the original, then full batches
     assert net.batch_sizes[0] == 1 and max(net.batch_sizes[1:]) == 128 and sum(net.batch_sizes) == 1 + perturbations
-    small = saliency.explain(agent, obs, method, batch_size=50, **params)  # batching leaves the map alone
+    small = maps.saliency_map(agent, obs, method, batch_size=50, **params)  # batching leaves the map alone
     np.testing.assert_allclose(small.values, result.values, rtol=1e-5, atol=1e-7)
 
 
 def test_analysed_action() -> None:
     agent, obs = block_agent(), block_obs()
-    greedy = saliency.occlusion(agent, obs, patch=1)
+    greedy = maps.occlusion(agent, obs, patch=1)
     assert greedy.action == 0 and greedy.scores.shape == (3,) and greedy.scores.argmax() == 0
-    constant = saliency.occlusion(agent, obs, patch=1, action=2)  # q_2 never changes
+    constant = maps.occlusion(agent, obs, patch=1, action=2)  # q_2 never changes
     assert constant.action == 2 and np.all(constant.values == 0.0)
-    chosen = saliency.noise_sensitivity(agent, obs, radius=2, chosen_action=True, action=1)
+    chosen = maps.noise_sensitivity(agent, obs, radius=2, chosen_action=True, action=1)
     assert np.all(chosen.values == 0.0)
     # SARFA on the constant action: its probability only rises when q_0 falls, so every relevance is 0.
-    assert np.all(saliency.sarfa(agent, obs, radius=2, action=2).values == 0.0)
+    assert np.all(maps.sarfa(agent, obs, radius=2, action=2).values == 0.0)
 
 
 def test_logits_stand_in_for_q_values() -> None:
@@ -314,11 +316,11 @@ def test_logits_stand_in_for_q_values() -> None:
     q_agent = block_agent()
     obs = block_obs()
     for method in ("occlusion", "rise", "sarfa"):
-        a = saliency.explain(policy, obs, method)
-        b = saliency.explain(q_agent, obs, method)
+        a = maps.saliency_map(policy, obs, method)
+        b = maps.saliency_map(q_agent, obs, method)
         assert np.array_equal(a.values, b.values) and np.array_equal(a.scores, b.scores)
-    np.testing.assert_allclose(saliency.advantages(a.scores), a.scores - a.scores.mean())
-    scores = saliency.action_scores(policy, np.stack([obs, obs]), batch_size=1)
+    np.testing.assert_allclose(maps.advantages(a.scores), a.scores - a.scores.mean())
+    scores = maps.action_scores(policy, np.stack([obs, obs]), batch_size=1)
     assert scores.shape == (2, 3) and np.array_equal(scores[0], a.scores)
 
 
@@ -358,7 +360,7 @@ def test_bad_arguments_raise_before_any_forward_pass(
 ) -> None:
     agent = block_agent()
     with pytest.raises(error, match=re.escape(message)):
-        saliency.explain(agent, block_obs(), method, **params)
+        maps.saliency_map(agent, block_obs(), method, **params)
     assert calls(agent) == 0
 
 
@@ -367,44 +369,44 @@ def test_bad_agents_and_observations() -> None:
     box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
     continuous = TorchAgent(torch.nn.Flatten(), gym.spaces.Box(0, 255, obs.shape, np.uint8), box, head="action")
     with pytest.raises(IncompatibleSpace, match="Discrete action space"):
-        saliency.occlusion(continuous, obs)
+        maps.occlusion(continuous, obs)
     with pytest.raises(InvalidType, match="must be an rlwrappers Agent"):
-        saliency.rise(torch.nn.Flatten(), obs)  # type: ignore[arg-type]
+        maps.rise(torch.nn.Flatten(), obs)  # type: ignore[arg-type]
     plain = CallableAgent(lambda o: 0, gym.spaces.Box(0, 255, obs.shape, np.uint8), gym.spaces.Discrete(3))
     with pytest.raises(NotDifferentiable):
-        saliency.occlusion(plain, obs)
+        maps.occlusion(plain, obs)
     with pytest.raises(InvalidArgument, match=r"shape \(4, 16, 16\)"):
-        saliency.occlusion(block_agent(), obs[:3])
+        maps.occlusion(block_agent(), obs[:3])
     with pytest.raises(InvalidType, match="array of numbers"):
-        saliency.occlusion(block_agent(), np.full(obs.shape, "x"))
+        maps.occlusion(block_agent(), np.full(obs.shape, "x"))
     with pytest.raises(IncompatibleSpace, match="segments images"):
-        saliency.lime(vector_agent(), vector_obs(), segmentation="slic")
+        maps.lime(vector_agent(), vector_obs(), segmentation="slic")
     with pytest.raises(InvalidArgument, match="`layout` applies to images only"):
-        saliency.occlusion(vector_agent(), vector_obs(), layout="hw")
+        maps.occlusion(vector_agent(), vector_obs(), layout="hw")
     gray = TorchAgent(
         VectorNet(), gym.spaces.Box(-np.inf, np.inf, (8,), np.float32), gym.spaces.Discrete(3), head="q_values"
     )
     with pytest.raises(InvalidArgument, match="finite bounds"):
-        saliency.occlusion(gray, vector_obs(), color="gray")
+        maps.occlusion(gray, vector_obs(), color="gray")
     cube = gym.spaces.Box(0, 1, (2, 2, 2, 2), np.float32)
     with pytest.raises(IncompatibleSpace, match="must be an image"):
-        saliency.occlusion(
+        maps.occlusion(
             TorchAgent(torch.nn.Flatten(), cube, gym.spaces.Discrete(16), head="q_values"), np.zeros((2, 2, 2, 2))
         )
 
 
 def test_explain_by_name() -> None:
-    assert set(saliency.METHODS) == {"occlusion", "noise_sensitivity", "rise", "lime", "sarfa"}
+    assert set(maps.METHODS) == {"occlusion", "noise_sensitivity", "rise", "lime", "sarfa"}
     with pytest.raises(UnknownName, match=re.escape("Did you mean `sarfa`?")):
-        saliency.explain(block_agent(), block_obs(), "sarf")
+        maps.saliency_map(block_agent(), block_obs(), "sarf")
     with pytest.raises(UnknownName, match=re.escape("Did you mean `radius`?")):
-        saliency.explain(block_agent(), block_obs(), "sarfa", radios=2)
+        maps.saliency_map(block_agent(), block_obs(), "sarfa", radios=2)
     with pytest.raises(InvalidType, match="`method` must be a name"):
-        saliency.explain(block_agent(), block_obs(), saliency.rise)  # type: ignore[arg-type]
+        maps.saliency_map(block_agent(), block_obs(), maps.rise)  # type: ignore[arg-type]
 
 
 def test_insertion_order_and_broadcast() -> None:
-    result = saliency.occlusion(block_agent(), block_obs(), patch=1)
+    result = maps.occlusion(block_agent(), block_obs(), patch=1)
     order = insertion_order(result.values)
     assert order.dtype == np.int64 and IN_BLOCK.ravel()[order[:9]].all()
     assert np.all(np.diff(result.values.ravel()[order]) <= 0)
@@ -424,10 +426,10 @@ def shared_agent(name: str) -> Path:
 def breakout() -> gym.Env:
     ale_py = pytest.importorskip("ale_py")
     pytest.importorskip("stable_baselines3")
-    from rlwrappers import sb3
+    from rlwrappers.wrappers import atari
 
     gym.register_envs(ale_py)
-    return sb3.atari_wrapper(gym.make("BreakoutNoFrameskip-v4"))
+    return atari.atari_wrapper(gym.make("BreakoutNoFrameskip-v4"))
 
 
 @pytest.fixture(scope="module")
@@ -452,16 +454,15 @@ FAST = {
 @pytest.mark.parametrize("algorithm", ["dqn", "ppo"])
 def test_real_breakout_agents(algorithm: str, breakout: gym.Env, breakout_state: np.ndarray) -> None:
     pytest.importorskip("skimage")
-    from rlwrappers import agents
 
     path = shared_agent(f"{algorithm}-BreakoutNoFrameskip-v4-seed0.zip")
-    agent = agents.load(path, observation_space=breakout.observation_space)
+    agent = load_sb3(path, observation_space=breakout.observation_space)
     assert breakout_state.shape == (4, 84, 84) and breakout_state.dtype == np.uint8
     with torch.no_grad():
         out = agent.outputs(agent.tensor(breakout_state[None]))
     scores = (out.q_values if algorithm == "dqn" else out.logits).double().numpy()[0]  # type: ignore[union-attr]
     for method, params in FAST.items():
-        result = saliency.explain(agent, breakout_state, method, **params)
+        result = maps.saliency_map(agent, breakout_state, method, **params)
         assert result.shape == (84, 84) and result.layout == "chw", method
         assert np.all(np.isfinite(result.values)) and np.ptp(result.values) > 0, method
         assert result.action == int(scores.argmax())

@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rlwrappers import plots
-from rlwrappers.agents import TorchAgent
+from rlwrappers.agents import TorchAgent, load_sb3
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType, UnknownName
+from rlwrappers.explain import insertion, sanity, selection
 from rlwrappers.metrics import saliency as sal
+from rlwrappers.report import saliency as saliency_report
 
 torch = pytest.importorskip("torch")
 skimage_metrics = pytest.importorskip("skimage.metrics")
@@ -143,9 +144,9 @@ def weights(agent: TorchAgent) -> dict[str, torch.Tensor]:
 def test_cascading_randomization_changes_exactly_the_layers_above_each_level() -> None:
     agent = conv_agent()
     before = weights(agent)
-    layers = sal.randomization_layers(agent)
+    layers = sanity.randomization_layers(agent)
     assert layers == ["7", "5", "2", "0"]
-    cascade = sal.cascading_randomization(agent, seed=3)
+    cascade = sanity.cascading_randomization(agent, seed=3)
     assert [name for name, _ in cascade] == layers
     for level, (_, copy) in enumerate(cascade, 1):
         assert copy is not agent and copy.module is not agent.module
@@ -162,17 +163,17 @@ def test_cascading_randomization_changes_exactly_the_layers_above_each_level() -
 def test_cascading_randomization_is_seeded_and_leaves_the_global_generator_alone() -> None:
     agent = conv_agent()
     state = torch.random.get_rng_state()
-    first = sal.cascading_randomization(agent, seed=5)
+    first = sanity.cascading_randomization(agent, seed=5)
     assert torch.equal(torch.random.get_rng_state(), state)
-    again = sal.cascading_randomization(agent, seed=5)
-    other = sal.cascading_randomization(agent, seed=6)
+    again = sanity.cascading_randomization(agent, seed=5)
+    other = sanity.cascading_randomization(agent, seed=6)
     for (_, a), (_, b), (_, c) in zip(first, again, other, strict=True):
         assert all(torch.equal(a.parameters()[n], b.parameters()[n]) for n in a.parameters())
         assert not all(torch.equal(a.parameters()[n], c.parameters()[n]) for n in a.parameters())
 
 
 def test_re_initialization_follows_pytorchs_default_bounds() -> None:
-    (_, copy) = sal.cascading_randomization(conv_agent(), seed=0, layers=["7"])[0]
+    (_, copy) = sanity.cascading_randomization(conv_agent(), seed=0, layers=["7"])[0]
     weight, bias = copy.parameters()["7.weight"], copy.parameters()["7.bias"]
     bound = 1 / math.sqrt(16)  # kaiming_uniform_(a=sqrt(5)) on fan_in 16
     assert float(weight.detach().abs().max()) <= bound and float(bias.detach().abs().max()) <= bound
@@ -180,17 +181,17 @@ def test_re_initialization_follows_pytorchs_default_bounds() -> None:
 
 
 def test_a_subset_of_layers_in_cascade_order() -> None:
-    cascade = sal.cascading_randomization(conv_agent(), seed=0, layers=["7", "2"])
+    cascade = sanity.cascading_randomization(conv_agent(), seed=0, layers=["7", "2"])
     assert [name for name, _ in cascade] == ["7", "2"]
     before = weights(conv_agent())
     last = cascade[-1][1].parameters()
     assert torch.equal(last["5.weight"], before["5.weight"]) and not torch.equal(last["2.weight"], before["2.weight"])
     with pytest.raises(InvalidArgument, match="order"):
-        sal.cascading_randomization(conv_agent(), layers=["2", "7"])
+        sanity.cascading_randomization(conv_agent(), layers=["2", "7"])
     with pytest.raises(InvalidArgument, match="unknown"):
-        sal.cascading_randomization(conv_agent(), layers=["8"])
+        sanity.cascading_randomization(conv_agent(), layers=["8"])
     with pytest.raises(InvalidType):
-        sal.cascading_randomization(conv_agent().module)  # type: ignore[arg-type]
+        sanity.cascading_randomization(conv_agent().module)  # type: ignore[arg-type]
 
 
 def gradient_map(agent: TorchAgent, obs: np.ndarray) -> np.ndarray:
@@ -204,30 +205,30 @@ def gradient_map(agent: TorchAgent, obs: np.ndarray) -> np.ndarray:
 def test_sanity_check_table_and_summary() -> None:
     agent = conv_agent()
     states = np.random.default_rng(1).integers(0, 256, (3, *OBS.shape), dtype=np.uint8)
-    table = sal.sanity_check(gradient_map, agent, states, seed=0)
+    table = sanity.sanity_check(gradient_map, agent, states, seed=0)
     assert list(table.columns) == ["state", "level", "layer", *sal.SIMILARITIES]
     assert len(table) == 3 * 4 and list(table["level"][:4]) == [1, 2, 3, 4]
-    assert list(table["layer"][:4]) == sal.randomization_layers(agent)
+    assert list(table["layer"][:4]) == sanity.randomization_layers(agent)
     row = table.iloc[5]  # state 1, two layers randomized: computed by hand
-    copy = sal.cascading_randomization(agent, seed=0)[1][1]
+    copy = sanity.cascading_randomization(agent, seed=0)[1][1]
     expected = sal.similarities(gradient_map(agent, states[1]), gradient_map(copy, states[1]))
     assert (row["state"], row["level"]) == (1, 2)
     assert [row[k] for k in sal.SIMILARITIES] == pytest.approx(list(expected.values()), abs=1e-12)
-    pd.testing.assert_frame_equal(table, sal.sanity_check(gradient_map, agent, states, seed=0))
+    pd.testing.assert_frame_equal(table, sanity.sanity_check(gradient_map, agent, states, seed=0))
 
     # A map that ignores the network passes through every randomization unchanged: the check flags it.
-    blind = sal.sanity_check(lambda ag, obs: obs[-1].astype(float), agent, states[:1], seed=0)
+    blind = sanity.sanity_check(lambda ag, obs: obs[-1].astype(float), agent, states[:1], seed=0)
     assert np.allclose(blind[list(sal.SIMILARITIES)], 1.0)
 
     summary = sal.sanity_check_summary(table)
-    assert list(summary.index.get_level_values("layer")) == sal.randomization_layers(agent)
+    assert list(summary.index.get_level_values("layer")) == sanity.randomization_layers(agent)
     assert summary["spearman"].iloc[0] == pytest.approx(table.loc[table["level"] == 1, "spearman"].mean())
     assert (summary["ssim_count"] == 3).all()
 
-    fig = plots.sanity_check_curves({"gradient": table, "blind": blind.assign(state=0)})
+    fig = saliency_report.sanity_check_curves({"gradient": table, "blind": blind.assign(state=0)})
     assert len(fig.axes) == 3 and len(fig.axes[0].get_lines()) >= 2
     with pytest.raises(InvalidType, match="non-empty mapping"):
-        plots.sanity_check_curves({})
+        saliency_report.sanity_check_curves({})
 
 
 # -- insertion -------------------------------------------------------------------------------------------
@@ -273,31 +274,31 @@ def test_auc_is_the_trapezoid_rule_over_the_uncovered_fraction() -> None:
 
 def test_insertion_on_a_hand_built_network_equals_the_hand_computation() -> None:
     agent, obs, saliency = two_pixel()
-    assert sal.insertion_order(saliency).tolist() == [0, 4, 1, 2, 3, 5, 6, 7, 8]
-    q = sal.insertion_curve(agent, obs, saliency, action=0, step=1, measure="q")
+    assert insertion.insertion_order(saliency).tolist() == [0, 4, 1, 2, 3, 5, 6, 7, 8]
+    q = insertion.insertion_curve(agent, obs, saliency, action=0, step=1, measure="q")
     # Black start: q0 = 1; after pixel (0, 0) q0 = 1.4 = t, and so on to the end.
     assert q.fractions == pytest.approx(np.arange(10) / 9)
     assert q.values == pytest.approx([1 / 1.4] + [1.0] * 9, abs=1e-6)
     assert q.auc == pytest.approx(((1 / 1.4 + 1) / 2 + 8) / 9, abs=1e-6)
-    adv = sal.insertion_curve(agent, obs, saliency, action=0, step=1, measure="advantage")
+    adv = insertion.insertion_curve(agent, obs, saliency, action=0, step=1, measure="advantage")
     # q0 - (q0 + q1) / 2 = (q0 - q1) / 2: (1 - 0.5) / 2, then (1.4 - 0.5) / 2, then (1.4 - 2.5) / 2.
     assert adv.values == pytest.approx([0.25, 0.45] + [-0.55] * 8, abs=1e-6)
     assert adv.auc == pytest.approx(((0.25 + 0.45) / 2 + (0.45 - 0.55) / 2 - 0.55 * 7) / 9, abs=1e-6)
     # Two pixels per step: 0, 2, 4, 6, 8, 9 pixels, so the last step is half as wide.
-    two = sal.insertion_curve(agent, obs, saliency, action=0, step=2)
+    two = insertion.insertion_curve(agent, obs, saliency, action=0, step=2)
     assert two.fractions == pytest.approx([0, 2 / 9, 4 / 9, 6 / 9, 8 / 9, 1])
     assert two.auc == pytest.approx(2 / 9 * (1 / 1.4 + 1) / 2 + 7 / 9, abs=1e-6)
     # The default action is the state's best: q1 = 2.5 > q0 = 1.4.
-    assert sal.insertion_curve(agent, obs, saliency, step=1).action == 1
+    assert insertion.insertion_curve(agent, obs, saliency, step=1).action == 1
 
 
 def test_insertion_gives_the_four_variants_from_shared_passes() -> None:
     agent, obs, saliency = two_pixel()
-    row = sal.insertion(agent, obs, saliency, action=0, step=1, seed=4)
+    row = insertion.insertion(agent, obs, saliency, action=0, step=1, seed=4)
     assert list(row) == ["action", *sal.INSERTION_COLUMNS] and row["action"] == 0
     for column in sal.INSERTION_COLUMNS:
         measure, _, substrate = column.partition("_")
-        curve = sal.insertion_curve(
+        curve = insertion.insertion_curve(
             agent, obs, saliency, action=0, step=1, seed=4, measure=measure, substrate=substrate
         )
         assert row[column] == curve.auc
@@ -310,23 +311,23 @@ def test_the_random_substrate_is_seeded_uniform_in_the_observations_range() -> N
 
     def score(batch: np.ndarray) -> np.ndarray:
         batches.append(batch.copy())
-        return sal.scorer(agent)(batch)
+        return insertion.scorer(agent)(batch)
 
-    curve = sal.insertion_curve(score, obs, saliency, action=0, step=1, substrate="random", seed=0, batch_size=4)
+    curve = insertion.insertion_curve(score, obs, saliency, action=0, step=1, substrate="random", seed=0, batch_size=4)
     assert [len(b) for b in batches] == [4, 4, 2]  # ten points, four per call
     states = np.concatenate(batches)
     assert states.dtype == np.uint8 and np.array_equal(states[-1], obs)
     base = states[0]
     assert len(np.unique(base)) > 10  # noise over 0..255, not a constant
     uncovered = np.zeros((3, 3), bool)
-    for k, order in enumerate([None, *sal.insertion_order(saliency)]):
+    for k, order in enumerate([None, *insertion.insertion_order(saliency)]):
         if order is not None:
             uncovered.flat[order] = True
         assert np.array_equal(states[k], np.where(uncovered, obs, base))
     assert curve.values[-1] == 1.0
-    again = sal.insertion_curve(agent, obs, saliency, action=0, step=1, substrate="random", seed=0)
+    again = insertion.insertion_curve(agent, obs, saliency, action=0, step=1, substrate="random", seed=0)
     assert np.array_equal(again.values, curve.values)
-    other = sal.insertion_curve(agent, obs, saliency, action=0, step=1, substrate="random", seed=1)
+    other = insertion.insertion_curve(agent, obs, saliency, action=0, step=1, substrate="random", seed=1)
     assert not np.array_equal(other.values, curve.values)
 
 
@@ -338,10 +339,10 @@ def test_float_observations_get_uniform_noise_in_0_1_or_the_bounds() -> None:
         return np.ones((len(batch), 2))
 
     obs = np.full((9, 9), 0.5, np.float32)
-    sal.insertion_curve(score, obs, blob((9, 9), (4.0, 4.0)), substrate="random", step=81)
+    insertion.insertion_curve(score, obs, blob((9, 9), (4.0, 4.0)), substrate="random", step=81)
     assert seen[0].dtype == np.float32 and 0 <= seen[0][0].min() and seen[0][0].max() < 1
     seen.clear()
-    sal.insertion_curve(score, obs, blob((9, 9), (4.0, 4.0)), substrate="random", step=81, bounds=(-3.0, -2.0))
+    insertion.insertion_curve(score, obs, blob((9, 9), (4.0, 4.0)), substrate="random", step=81, bounds=(-3.0, -2.0))
     assert -3 <= seen[0][0].min() and seen[0][0].max() < -2
 
 
@@ -354,74 +355,74 @@ def test_superpixels_are_uncovered_by_relevance_with_pixels_shuffled_inside() ->
         shown = batch != 0
         return np.stack([shown[:, :, 3:].sum((1, 2)), shown[:, :, :3].sum((1, 2))], axis=1).astype(float)
 
-    curve = sal.insertion_curve(score, np.ones((6, 6), np.uint8), saliency, step=1, segments=segments, action=0)
+    curve = insertion.insertion_curve(score, np.ones((6, 6), np.uint8), saliency, step=1, segments=segments, action=0)
     right, left = curve.scores[:, 0], curve.scores[:, 1]
     assert right.tolist() == [*range(19), *[18] * 18] and left.tolist() == [0] * 19 + list(range(1, 19))
-    order = sal.insertion_order(saliency, segments, seed=0)
+    order = insertion.insertion_order(saliency, segments, seed=0)
     assert set(order[:18]) == set(np.flatnonzero(segments == 1))
-    assert np.array_equal(order, sal.insertion_order(saliency, segments, seed=0))
-    assert not np.array_equal(order, sal.insertion_order(saliency, segments, seed=1))
+    assert np.array_equal(order, insertion.insertion_order(saliency, segments, seed=0))
+    assert not np.array_equal(order, insertion.insertion_order(saliency, segments, seed=1))
     assert not np.array_equal(order[:18], np.flatnonzero(segments == 1))  # shuffled, not raster order
 
 
 def test_channel_last_observations_uncover_all_channels_of_a_pixel() -> None:
     agent, obs, saliency = two_pixel()
     hwc = np.ascontiguousarray(obs.transpose(1, 2, 0))
-    score = sal.scorer(agent)
+    score = insertion.scorer(agent)
 
     def score_hwc(batch: np.ndarray) -> np.ndarray:
         return score(np.ascontiguousarray(batch.transpose(0, 3, 1, 2)))
 
-    chw_curve = sal.insertion_curve(agent, obs, saliency, action=0, step=1)
-    hwc_curve = sal.insertion_curve(score_hwc, hwc, saliency, action=0, step=1)
+    chw_curve = insertion.insertion_curve(agent, obs, saliency, action=0, step=1)
+    hwc_curve = insertion.insertion_curve(score_hwc, hwc, saliency, action=0, step=1)
     assert np.array_equal(chw_curve.values, hwc_curve.values)
     assert hwc_curve.values == pytest.approx([1 / 1.4] + [1.0] * 9, abs=1e-6)
     with pytest.raises(IncompatibleSpace):
-        sal.insertion_curve(agent, obs, np.zeros((4, 4)))
+        insertion.insertion_curve(agent, obs, np.zeros((4, 4)))
     with pytest.raises(InvalidArgument, match="pass `layout=`"):
-        sal.insertion_curve(lambda b: np.ones((len(b), 2)), np.zeros((3, 3, 3)), np.zeros((3, 3)))
+        insertion.insertion_curve(lambda b: np.ones((len(b), 2)), np.zeros((3, 3, 3)), np.zeros((3, 3)))
     with pytest.raises(IncompatibleSpace, match="no 'hwc' layout"):
-        sal.insertion_curve(agent, obs, saliency, layout="hwc")
+        insertion.insertion_curve(agent, obs, saliency, layout="hwc")
 
 
 def test_insertion_arguments_are_checked() -> None:
     agent, obs, saliency = two_pixel()
     with pytest.raises(UnknownName, match="Did you mean `black`"):
-        sal.insertion_curve(agent, obs, saliency, substrate="blak")
+        insertion.insertion_curve(agent, obs, saliency, substrate="blak")
     with pytest.raises(UnknownName):
-        sal.insertion_curve(agent, obs, saliency, measure="value")
+        insertion.insertion_curve(agent, obs, saliency, measure="value")
     with pytest.raises(InvalidArgument, match="`step` must be >= 1"):
-        sal.insertion_curve(agent, obs, saliency, step=0)
+        insertion.insertion_curve(agent, obs, saliency, step=0)
     with pytest.raises(InvalidArgument, match="`action` must be < 2"):
-        sal.insertion_curve(agent, obs, saliency, action=2)
+        insertion.insertion_curve(agent, obs, saliency, action=2)
     with pytest.raises(InvalidArgument, match="one row of action scores"):
-        sal.insertion_curve(lambda b: np.ones(len(b)), obs, saliency)
+        insertion.insertion_curve(lambda b: np.ones(len(b)), obs, saliency)
     with pytest.raises(InvalidType):
-        sal.insertion_curve("agent", obs, saliency)  # type: ignore[arg-type]
+        insertion.insertion_curve("agent", obs, saliency)  # type: ignore[arg-type]
 
 
 def test_a_zero_state_value_gives_a_nan_q_curve() -> None:
     obs, saliency = np.zeros((9, 9), np.uint8), blob((9, 9), (4.0, 4.0))
-    curve = sal.insertion_curve(lambda b: np.zeros((len(b), 2)), obs, saliency, step=9)
+    curve = insertion.insertion_curve(lambda b: np.zeros((len(b), 2)), obs, saliency, step=9)
     assert np.isnan(curve.values).all() and math.isnan(curve.auc)
 
 
 def test_insertion_table_is_one_row_per_state_with_seeds_counted_up() -> None:
     agent, obs, saliency = two_pixel()
     states, maps = np.stack([obs, obs // 2]), np.stack([saliency, saliency.T])
-    table = sal.insertion_table(agent, states, maps, actions=[0, 1], step=1, seed=10)
+    table = insertion.insertion_table(agent, states, maps, actions=[0, 1], step=1, seed=10)
     assert list(table.columns) == ["state", "action", *sal.INSERTION_COLUMNS]
-    second = sal.insertion(agent, obs // 2, saliency.T, action=1, step=1, seed=11)
+    second = insertion.insertion(agent, obs // 2, saliency.T, action=1, step=1, seed=11)
     assert table.iloc[1][list(sal.INSERTION_COLUMNS)].tolist() == [second[c] for c in sal.INSERTION_COLUMNS]
     with pytest.raises(InvalidArgument, match="one entry each"):
-        sal.insertion_table(agent, states, maps[:1])
+        insertion.insertion_table(agent, states, maps[:1])
 
 
 # -- state selection -------------------------------------------------------------------------------------
 def test_importance_is_the_spread_of_the_q_values() -> None:
-    assert sal.importance([[1.0, 4.0, 2.0], [3.0, 3.0, 3.0]]).tolist() == [3.0, 0.0]
+    assert selection.importance([[1.0, 4.0, 2.0], [3.0, 3.0, 3.0]]).tolist() == [3.0, 0.0]
     with pytest.raises(InvalidArgument):
-        sal.importance([1.0, 2.0])
+        selection.importance([1.0, 2.0])
 
 
 def test_highlights_div_picks_important_states_that_are_far_apart() -> None:
@@ -430,32 +431,32 @@ def test_highlights_div_picks_important_states_that_are_far_apart() -> None:
     imp = np.array([9.0, 8.0, 7.0, 1.0, 3.0, 0.5])
     distances = [np.hypot(*(features[i] - features[j])) for i in range(6) for j in range(i + 1, 6)]
     low, high = min(distances), max(distances)
-    assert sal.diversity_threshold(features, 30) == pytest.approx(low + 0.3 * (high - low))
-    assert sal.diversity_threshold(features, 30) != pytest.approx(np.percentile(distances, 30))
+    assert selection.diversity_threshold(features, 30) == pytest.approx(low + 0.3 * (high - low))
+    assert selection.diversity_threshold(features, 30) != pytest.approx(np.percentile(distances, 30))
     # Threshold 30 %: 4.3. Order by importance 0, 1, 2, 4, 3, 5: 1 and 2 sit next to 0 and are skipped.
-    assert sal.highlights_div(imp, features, k=3, threshold=30).tolist() == [0, 4, 3]
-    assert sal.highlights_div(imp, features, k=10, threshold=30).tolist() == [0, 4, 3, 5]
+    assert selection.highlights_div(imp, features, k=3, threshold=30).tolist() == [0, 4, 3]
+    assert selection.highlights_div(imp, features, k=10, threshold=30).tolist() == [0, 4, 3, 5]
     # Threshold 0 is the smallest distance: only the closest pair (0 and 1, 0.1 apart) is kept apart.
-    assert sal.highlights_div(imp, features, k=3, threshold=0).tolist() == [0, 2, 4]
+    assert selection.highlights_div(imp, features, k=3, threshold=0).tolist() == [0, 2, 4]
     # A very high threshold leaves fewer than k: the top state only.
-    assert sal.highlights_div(imp, features, k=3, threshold=100).tolist() == [0]
+    assert selection.highlights_div(imp, features, k=3, threshold=100).tolist() == [0]
     # Feature rows may be whole observations: they are flattened.
     frames = np.zeros((6, 2, 2, 2))
     frames[:, 0, 0, :] = features
-    assert sal.highlights_div(imp, frames, k=3).tolist() == [0, 4, 3]
+    assert selection.highlights_div(imp, frames, k=3).tolist() == [0, 4, 3]
     with pytest.raises(InvalidArgument, match="one row per state"):
-        sal.highlights_div(imp[:5], features)
+        selection.highlights_div(imp[:5], features)
 
 
 def test_random_subsets_are_seeded_distinct_and_sorted() -> None:
-    subsets = sal.random_subsets(1000, 10, 10, seed=0)
+    subsets = selection.random_subsets(1000, 10, 10, seed=0)
     assert subsets.shape == (10, 10) and subsets.dtype == np.int64
     assert all(len(set(s)) == 10 and (np.diff(s) > 0).all() for s in subsets)
     assert subsets.min() >= 0 and subsets.max() < 1000
-    assert np.array_equal(subsets, sal.random_subsets(1000, 10, 10, seed=0))
-    assert not np.array_equal(subsets, sal.random_subsets(1000, 10, 10, seed=1))
+    assert np.array_equal(subsets, selection.random_subsets(1000, 10, 10, seed=0))
+    assert not np.array_equal(subsets, selection.random_subsets(1000, 10, 10, seed=1))
     with pytest.raises(InvalidArgument, match="<= 5"):
-        sal.random_subsets(5, 6, 1)
+        selection.random_subsets(5, 6, 1)
 
 
 # -- parameter search ------------------------------------------------------------------------------------
@@ -515,13 +516,12 @@ def test_select_takes_the_best_within_the_time_budget() -> None:
 def breakout_dqn() -> tuple[object, np.ndarray]:
     """The DQN agent and three stacked (4, 84, 84) observations of a real Breakout game it plays."""
     ale_py = pytest.importorskip("ale_py")
-    from rlwrappers import agents
-    from rlwrappers.sb3 import atari_wrapper
+    from rlwrappers.wrappers.atari import atari_wrapper
 
     gym.register_envs(ale_py)
     path = shared_agent("dqn-BreakoutNoFrameskip-v4-seed0.zip")
     env = atari_wrapper(gym.make("BreakoutNoFrameskip-v4"))
-    agent = agents.load(path, observation_space=env.observation_space)
+    agent = load_sb3(path, observation_space=env.observation_space)
     obs, _ = env.reset(seed=0)
     states = []
     for t in range(30):
@@ -536,7 +536,7 @@ def test_cascading_randomization_of_the_dqn_walks_its_online_q_net_only(breakout
     agent, states = breakout_dqn
     target = {k: v.clone() for k, v in agent.policy.q_net_target.state_dict().items()}
     original = {k: v.clone() for k, v in agent.policy.q_net.state_dict().items()}
-    cascade = sal.cascading_randomization(agent, seed=0)
+    cascade = sanity.cascading_randomization(agent, seed=0)
     assert [name for name, _ in cascade] == [
         "q_net.q_net.0",
         "q_net.features_extractor.linear.0",
@@ -544,19 +544,18 @@ def test_cascading_randomization_of_the_dqn_walks_its_online_q_net_only(breakout
         "q_net.features_extractor.cnn.2",
         "q_net.features_extractor.cnn.0",
     ]
-    q = sal.scorer(agent)(states)
+    q = insertion.scorer(agent)(states)
     for _, copy in cascade:
         assert all(torch.equal(copy.policy.q_net_target.state_dict()[k], v) for k, v in target.items())
-        assert not np.allclose(sal.scorer(copy)(states), q)
+        assert not np.allclose(insertion.scorer(copy)(states), q)
     assert not np.array_equal(cascade[-1][1].act(states), agent.act(states))
     assert all(torch.equal(agent.policy.q_net.state_dict()[k], v) for k, v in original.items())
 
 
 def test_cascading_randomization_of_ppo_walks_the_actor_path_only() -> None:
-    from rlwrappers import agents
 
-    agent = agents.load(shared_agent("ppo-BreakoutNoFrameskip-v4-seed0.zip"))
-    names = sal.randomization_layers(agent)
+    agent = load_sb3(shared_agent("ppo-BreakoutNoFrameskip-v4-seed0.zip"))
+    names = sanity.randomization_layers(agent)
     assert names == [
         "action_net",
         "features_extractor.linear.0",
@@ -565,13 +564,13 @@ def test_cascading_randomization_of_ppo_walks_the_actor_path_only() -> None:
         "features_extractor.cnn.0",
     ]
     value = agent.policy.value_net.weight.detach().clone()
-    last = sal.cascading_randomization(agent, seed=0)[-1][1]
+    last = sanity.cascading_randomization(agent, seed=0)[-1][1]
     assert torch.equal(last.policy.value_net.weight, value)
 
 
 def test_sanity_check_of_gradient_maps_on_the_dqn(breakout_dqn) -> None:
     agent, states = breakout_dqn
-    table = sal.sanity_check(gradient_map, agent, states[:1], seed=0)
+    table = sanity.sanity_check(gradient_map, agent, states[:1], seed=0)
     first, last = table.iloc[0], table.iloc[-1]
     for name in sal.SIMILARITIES:
         assert last[name] < first[name] <= 1.0
@@ -581,18 +580,18 @@ def test_insertion_on_a_real_state_with_a_frame_difference_map(breakout_dqn) -> 
     agent, states = breakout_dqn
     obs = states[0]
     saliency = np.abs(obs[-1].astype(float) - obs[-2].astype(float))
-    score = sal.scorer(agent)
+    score = insertion.scorer(agent)
     q, black = score(obs[None])[0], score(np.zeros_like(obs)[None])[0]
-    curve = sal.insertion_curve(agent, obs, saliency)
+    curve = insertion.insertion_curve(agent, obs, saliency)
     a = int(q.argmax())
     assert curve.action == a and len(curve.values) == 84 * 84 // 84 + 1
     assert curve.values[-1] == 1.0
     assert curve.values[0] == pytest.approx(black[a] / q[a], rel=1e-5)
-    adv = sal.insertion_curve(agent, obs, saliency, measure="advantage")
+    adv = insertion.insertion_curve(agent, obs, saliency, measure="advantage")
     assert adv.values[-1] == pytest.approx(q[a] - q.mean(), abs=1e-6)
-    row = sal.insertion(agent, obs, saliency)
+    row = insertion.insertion(agent, obs, saliency)
     assert row["q_black"] == pytest.approx(curve.auc) and row["advantage_black"] == pytest.approx(adv.auc)
-    assert row == sal.insertion(agent, obs, saliency)
+    assert row == insertion.insertion(agent, obs, saliency)
     assert all(np.isfinite(row[c]) for c in sal.INSERTION_COLUMNS)
 
 
@@ -604,6 +603,6 @@ def test_insertion_on_a_vector_uncovers_one_feature_per_step() -> None:
     box = gym.spaces.Box(-10.0, 10.0, (4,), np.float32)
     agent = TorchAgent(net, box, gym.spaces.Discrete(2), head="q_values")
     obs = np.array([5.0, 1.0, 7.0, 1.0], np.float32)
-    curve = sal.insertion_curve(agent, obs, [0.0, 2.0, 0.1, 1.0], action=0, step=1)
+    curve = insertion.insertion_curve(agent, obs, [0.0, 2.0, 0.1, 1.0], action=0, step=1)
     np.testing.assert_allclose(curve.values, [0.0, 2 / 3, 1.0, 1.0, 1.0])
     assert curve.auc == pytest.approx((0 / 2 + 2 / 3 + 1 + 1 + 1 / 2) / 4)

@@ -11,6 +11,7 @@ import pytest
 
 import rlwrappers as rw
 from rlwrappers import schedule
+from rlwrappers.core import INFO_KEY
 from rlwrappers.error import InvalidArgument, InvalidProbability, InvalidType, SpecSyntaxError, UnknownName
 from rlwrappers.schedule import AllOf, AnyOf, Bursts, Never, Not, Prob, Starting, Window
 
@@ -30,7 +31,7 @@ def activity(when, episodes: int, steps: int, seed: int = 0, label: str | None =
         for t in range(steps):
             before = env.active()[key]
             _, _, _, _, info = env.step(ZERO)
-            out[e, t] = key in info.get(rw.INFO_KEY, {})
+            out[e, t] = key in info.get(INFO_KEY, {})
             assert before == out[e, t]  # the layer's own view agrees with what it reported
     return out
 
@@ -77,7 +78,7 @@ def test_total_step_counts_steps_of_episodes_cut_by_reset():
     for seed, steps in ((0, 3), (1, 3)):  # every episode is cut by the next reset
         env.reset(seed=seed)
         for _ in range(steps):
-            seen.append("reward_noise" in env.step(ZERO)[4].get(rw.INFO_KEY, {}))
+            seen.append("reward_noise" in env.step(ZERO)[4].get(INFO_KEY, {}))
     assert seen == [False, False, False, False, True, True]
 
 
@@ -114,9 +115,9 @@ def test_observation_decisions_use_the_new_time():
     )
     for seed in (0, 1):
         _, info = env.reset(seed=seed)
-        obs_flags, reward_flags = ["obs_noise" in info.get(rw.INFO_KEY, {})], []
+        obs_flags, reward_flags = ["obs_noise" in info.get(INFO_KEY, {})], []
         for _ in range(6):
-            records = env.step(ZERO)[4].get(rw.INFO_KEY, {})
+            records = env.step(ZERO)[4].get(INFO_KEY, {})
             obs_flags.append("obs_noise" in records)
             reward_flags.append("reward_noise" in records)
         # obs_flags[t] is the observation seen at time t (index 0: the reset)
@@ -129,9 +130,9 @@ def test_obs_at_reset_follows_the_episode_decision():
     clean = gym.make("Pendulum-v1")
     obs, info = env.reset(seed=3)
     np.testing.assert_array_equal(obs, clean.reset(seed=3)[0])
-    assert rw.INFO_KEY not in info
+    assert INFO_KEY not in info
     obs, info = env.reset(seed=4)
-    assert info[rw.INFO_KEY] == {"obs_noise": {"active": True}}
+    assert info[INFO_KEY] == {"obs_noise": {"active": True}}
     assert not np.array_equal(obs, clean.reset(seed=4)[0])
 
 

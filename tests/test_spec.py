@@ -11,7 +11,7 @@ import pytest
 
 import rlwrappers as rw
 from rlwrappers import schedule, spec
-from rlwrappers.core import Entry
+from rlwrappers.core import INFO_KEY, Entry, layers
 from rlwrappers.error import InvalidArgument, InvalidType, SpecSyntaxError, UnknownName
 from rlwrappers.schedule import Prob, Starting, Window
 from rlwrappers.spec import Call
@@ -196,10 +196,10 @@ def test_labels():
     )
     assert env.labels == ("obs_noise", "obs_noise-2", "big", "obs_noise-2-2")
     _, info = env.reset(seed=0)
-    assert set(info[rw.INFO_KEY]) == {"obs_noise", "obs_noise-2", "big"}
+    assert set(info[INFO_KEY]) == {"obs_noise", "obs_noise-2", "big"}
     _, _, _, _, info = env.step(0)
-    assert set(info[rw.INFO_KEY]) == {"obs_noise", "obs_noise-2", "big", "obs_noise-2-2"}
-    assert "noise" in info[rw.INFO_KEY]["obs_noise-2-2"]
+    assert set(info[INFO_KEY]) == {"obs_noise", "obs_noise-2", "big", "obs_noise-2-2"}
+    assert "noise" in info[INFO_KEY]["obs_noise-2-2"]
 
 
 @pytest.mark.parametrize(
@@ -260,7 +260,7 @@ def test_spec_strings_rebuild_wrappers_through_env_spec():
     )
     rebuilt = gym.make(env.spec)
     assert str(rebuilt) == str(env)
-    (layer,) = rw.layers(rebuilt)
+    (layer,) = layers(rebuilt)
     assert layer.entries == env.entries
     assert layer.specs == [
         "obs_noise(std=(0.1, 0.2, 0.3), when=prob(p=0.5))",

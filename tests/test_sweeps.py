@@ -10,11 +10,15 @@ import pandas as pd
 import pytest
 
 import rlwrappers as rw
-from rlwrappers import cli, sweeps
+from rlwrappers import cli
 from rlwrappers.error import InvalidArgument, InvalidType, UnknownName
-from rlwrappers.evaluation import BASELINE, Evaluation, Probe, open_evaluation, probe_path
 from rlwrappers.metrics.impact import normalized_impact
-from rlwrappers.report import write_report
+from rlwrappers.report.evaluation import write_report
+from rlwrappers.studies import EnvSetup, Execution
+from rlwrappers.studies import sweep as sweep_study
+from rlwrappers.studies.design import BASELINE
+from rlwrappers.studies.probes import Probe, probe_path
+from rlwrappers.studies.results import Evaluation, open_evaluation
 
 SHARED_AGENTS = Path(__file__).resolve().parents[2] / "shared" / "agents"
 PPO_BREAKOUT = SHARED_AGENTS / "ppo-BreakoutNoFrameskip-v4-seed0.zip"
@@ -24,7 +28,14 @@ SHIFTS = ["fgsm(eps=0.01)", "fgsm(eps=0.05)", "fgsm(eps=0.2)", "action_noise(p=0
 
 def _cartpole(out: Path, probe: int = 12) -> Evaluation:
     return rw.evaluate(
-        "ppo-CartPole-v1", "CartPole-v1", SHIFTS, episodes=2, seeds=2, out=out, workers=1, progress=False, probe=probe
+        "ppo-CartPole-v1",
+        "CartPole-v1",
+        SHIFTS,
+        episodes=2,
+        seeds=2,
+        out=out,
+        probe=probe,
+        execution=Execution(workers=1, progress=False),
     )
 
 
@@ -40,7 +51,7 @@ def test_probes_pair_clean_and_attacked_inputs_at_the_same_states(cartpole: Eval
     reference = probes["ppo-CartPole-v1", SHIFTS[0]]
     assert reference.clean.shape == (12, 4) and reference.shifted.shape == (12, 4)
     assert np.all(reference.step % 4 == 0)
-    agent = rw.zoo.load("ppo-CartPole-v1")
+    agent = rw.load_agent("ppo-CartPole-v1")
     for shift, eps in zip(SHIFTS[:3], (0.01, 0.05, 0.2), strict=True):
         probe = probes["ppo-CartPole-v1", shift]
         np.testing.assert_array_equal(probe.clean, reference.clean)  # one clean game for every shift
@@ -70,14 +81,14 @@ def test_a_resumed_evaluation_keeps_its_probes(cartpole: Evaluation) -> None:
 def test_bad_probe_and_wrapper_arguments_fail_before_any_run(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgument, match=r"`probe` must be an int >= 0.*-1"):
         rw.evaluate("ppo-CartPole-v1", "CartPole-v1", SHIFTS, out=tmp_path, probe=-1)
-    with pytest.raises(InvalidType, match="`outer_wrappers` must hold callables"):
-        rw.evaluate("ppo-CartPole-v1", "CartPole-v1", SHIFTS, out=tmp_path, outer_wrappers=["atari"])
+    with pytest.raises(InvalidType, match="`outer_wrappers` must be a list of callables"):
+        rw.evaluate("ppo-CartPole-v1", "CartPole-v1", SHIFTS, out=tmp_path, env=EnvSetup(outer_wrappers=["atari"]))
     assert not any(tmp_path.iterdir())
 
 
 # -- tables ------------------------------------------------------------------------------------------------
 def test_impact_is_eq_3_on_the_mean_returns_with_its_seed_error(cartpole: Evaluation) -> None:
-    table = sweeps.impacts(cartpole, minimum=0.0)
+    table = sweep_study.impacts(cartpole, minimum=0.0)
     episodes = cartpole.episodes()
     for shift in SHIFTS:
         rows = episodes[episodes["shift"] == shift]
@@ -92,13 +103,13 @@ def test_impact_is_eq_3_on_the_mean_returns_with_its_seed_error(cartpole: Evalua
 
 
 def test_impact_needs_a_minimum_score(cartpole: Evaluation) -> None:
-    assert sweeps.resolve_minimum("CartPole-v1") is None
-    assert sweeps.resolve_minimum("PongNoFrameskip-v4") == -21.0
-    assert sweeps.impacts(cartpole)["impact"].isna().all()
+    assert sweep_study.resolve_minimum("CartPole-v1") is None
+    assert sweep_study.resolve_minimum("PongNoFrameskip-v4") == -21.0
+    assert sweep_study.impacts(cartpole)["impact"].isna().all()
 
 
 def test_state_metrics_read_the_probes(cartpole: Evaluation) -> None:
-    table = sweeps.state_metrics(cartpole)
+    table = sweep_study.state_metrics(cartpole)
     for (agent, shift), probe in cartpole.probes().items():
         row = table.loc[(agent, shift)]
         assert row["states"] == 12
@@ -122,14 +133,14 @@ def test_curves_group_shifts_that_differ_in_one_number(tmp_path: Path) -> None:
         "both": [*entry(alpha=1.2, beta=0.0), *entry(alpha=1.5, beta=0.0)],
     }
     evaluation = Evaluation(tmp_path, {"shifts": shifts}, pd.DataFrame())
-    found = {(c.param, c.shifts) for c in sweeps.curves(evaluation)}
+    found = {(c.param, c.shifts) for c in sweep_study.curves(evaluation)}
     assert found == {
         ("alpha", ("a", "b")),
         ("alpha", ("d", "e")),  # beta 20: alpha 1.0 and 1.2
         ("beta", ("c", "d")),
         ("beta", ("a", "e")),  # alpha 1.2: beta 0 and 20
     }
-    titles = {c.title for c in sweeps.curves(evaluation)}
+    titles = {c.title for c in sweep_study.curves(evaluation)}
     assert "brightness_contrast(beta=0.0) over alpha" in titles  # alpha's default 1.2 is not repeated
 
 
@@ -142,36 +153,36 @@ def _table(values: dict[str, tuple[float, float]]) -> pd.DataFrame:
 
 
 def test_edge_is_the_mildest_value_reaching_the_target_in_listed_order() -> None:
-    curve = sweeps.Curve("jpeg", "quality", (90.0, 50.0, 20.0, 10.0), ("q90", "q50", "q20", "q10"), {})
+    curve = sweep_study.Curve("jpeg", "quality", (90.0, 50.0, 20.0, 10.0), ("q90", "q50", "q20", "q10"), {})
     table = _table({"q90": (0.0, 0.1), "q50": (0.2, 0.4), "q20": (0.6, 0.9), "q10": (0.9, 1.0)})
-    found = sweeps.edge(table, curve, 0.5)
+    found = sweep_study.edge(table, curve, 0.5)
     assert found["value"] == 20.0 and found["shift"] == "q20" and found["metric_value"] == 0.6
     assert found["interpolated"] == pytest.approx(50.0 + (0.5 - 0.2) * (20.0 - 50.0) / (0.6 - 0.2))
-    assert sweeps.edge(table, curve, 0.05, "flip_rate")["value"] == 90.0
-    assert sweeps.edge(table, curve, 0.95)["value"] is None
+    assert sweep_study.edge(table, curve, 0.05, "flip_rate")["value"] == 90.0
+    assert sweep_study.edge(table, curve, 0.95)["value"] is None
     with pytest.raises(InvalidArgument, match="`metric` must be one of"):
-        sweeps.edge(table, curve, 0.5, "impcat")
+        sweep_study.edge(table, curve, 0.5, "impcat")
     with pytest.raises(InvalidArgument, match="`agent` must be one of"):
-        sweeps.edge(table, curve, 0.5, agent="b")
+        sweep_study.edge(table, curve, 0.5, agent="b")
 
 
 def test_sweep_specs_are_checked_before_any_run(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgument, match="`param` must name the parameter"):
-        sweeps.sweep("ppo-CartPole-v1", "CartPole-v1", "obs_noise(std=0.1)", out=tmp_path)
+        sweep_study.sweep("ppo-CartPole-v1", "CartPole-v1", "obs_noise(std=0.1)", out=tmp_path)
     with pytest.raises(UnknownName, match="no parameter `sdt`"):
-        sweeps.sweep("ppo-CartPole-v1", "CartPole-v1", "obs_noise", "sdt", [0.1], out=tmp_path)
+        sweep_study.sweep("ppo-CartPole-v1", "CartPole-v1", "obs_noise", "sdt", [0.1], out=tmp_path)
     with pytest.raises(InvalidArgument, match="`values` must not repeat"):
-        sweeps.sweep("ppo-CartPole-v1", "CartPole-v1", "obs_noise", "std", [0.1, 0.1], out=tmp_path)
+        sweep_study.sweep("ppo-CartPole-v1", "CartPole-v1", "obs_noise", "std", [0.1, 0.1], out=tmp_path)
     with pytest.raises(InvalidArgument, match="`values` must hold finite numbers"):
-        sweeps.sweep("ppo-CartPole-v1", "CartPole-v1", "obs_noise", "std", [0.1, "x"], out=tmp_path)
+        sweep_study.sweep("ppo-CartPole-v1", "CartPole-v1", "obs_noise", "std", [0.1, "x"], out=tmp_path)
     with pytest.raises(InvalidArgument, match="`quality` must be"):
-        sweeps.sweep("ppo-CartPole-v1", "CartPole-v1", "jpeg", values=[50, 0], out=tmp_path)
+        sweep_study.sweep("ppo-CartPole-v1", "CartPole-v1", "jpeg", values=[50, 0], out=tmp_path)
     assert not any(tmp_path.iterdir())
 
 
 def test_default_sweeps_build_valid_specs() -> None:
-    for name, default in sweeps.SWEEPS.items():
-        param, specs = sweeps._sweep_specs(name, None, None)
+    for name, default in sweep_study.SWEEPS.items():
+        param, specs = sweep_study._sweep_specs(name, None, None)
         assert param == default.param and len(specs) == len(default.values)
 
 
@@ -183,7 +194,7 @@ def test_the_report_shows_impact_flips_and_each_sweep(cartpole: Evaluation, tmp_
     assert "fgsm over eps" in text and "LPIPS: not asked for" in text
     assert (tmp_path / "sweep-0.png").exists() and not (tmp_path / "spectra.png").exists()  # no images
     table = pd.read_csv(tmp_path / "impact.csv", index_col=[0, 1])
-    expected = sweeps.sweep_table(cartpole, 0.0)
+    expected = sweep_study.sweep_table(cartpole, 0.0)
     np.testing.assert_allclose(table["impact"], expected["impact"])
     np.testing.assert_allclose(table["flip_rate"], expected["flip_rate"])
 
@@ -202,7 +213,7 @@ def test_the_sweep_command_writes_the_curves(tmp_path: Path, capsys: pytest.Capt
     printed = capsys.readouterr().out
     assert "flip_rate" in printed and "obs_noise(std=0.5)" in printed
     evaluation = open_evaluation(out)
-    assert [c.values for c in sweeps.curves(evaluation)] == [(0.05, 0.5)]
+    assert [c.values for c in sweep_study.curves(evaluation)] == [(0.05, 0.5)]
     assert (out / "report" / "sweep-0.png").exists()
 
 
@@ -220,7 +231,7 @@ def test_atari_corruptions_strike_the_raw_frame_and_attacks_the_network_input(tm
     import gymnasium as gym
 
     from rlwrappers.metrics.perceptual import LPIPS
-    from rlwrappers.sb3 import atari_wrapper
+    from rlwrappers.wrappers.atari import atari_wrapper
 
     gym.register_envs(ale_py)
     shifts = ["jpeg(quality=5)", "fgsm(eps=0.004)"]
@@ -228,21 +239,20 @@ def test_atari_corruptions_strike_the_raw_frame_and_attacks_the_network_input(tm
         {"ppo": str(PPO_BREAKOUT)},
         "BreakoutNoFrameskip-v4",
         shifts,
-        outer_wrappers=[atari_wrapper],
         episodes=1,
         seeds=1,
         out=tmp_path / "run",
-        workers=2,
-        progress=False,
         probe=8,
+        env=EnvSetup(outer_wrappers=[atari_wrapper]),
+        execution=Execution(workers=2, progress=False),
     )
-    stack = rw.load(tmp_path / "run" / "logs/ppo/jpeg_quality=5/seed0").meta["stack"]
+    stack = rw.read_log(tmp_path / "run" / "logs/ppo/jpeg_quality=5/seed0").meta["stack"]
     assert stack.index("jpeg") > stack.index("AtariWrapper")  # str(env) names the outermost wrapper first
-    stack = rw.load(tmp_path / "run" / "logs/ppo/fgsm_eps=0.004/seed0").meta["stack"]
+    stack = rw.read_log(tmp_path / "run" / "logs/ppo/fgsm_eps=0.004/seed0").meta["stack"]
     assert stack.index("fgsm") < stack.index("AtariWrapper")
     probes = evaluation.probes()
     assert probes["ppo", "fgsm(eps=0.004)"].clean.shape == (8, 4, 84, 84)
-    table = sweeps.sweep_table(evaluation, lpips=LPIPS(random_backbone=True))
+    table = sweep_study.sweep_table(evaluation, lpips=LPIPS(random_backbone=True))
     assert table.loc[("ppo", "fgsm(eps=0.004)"), "flip_rate"] > 0.5
     assert table.loc[("ppo", "fgsm(eps=0.004)"), "linf"] == pytest.approx(1 / 255)
     assert table.loc[("ppo", "jpeg(quality=5)"), "linf"] > 0.05  # the raw frame's artifacts reach the input
@@ -269,7 +279,7 @@ def test_the_adversarial_comparison_script_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "rotate over degrees" in done.stdout and "fgsm over eps" in done.stdout
     evaluation = open_evaluation(tmp_path / "run")
-    table = sweeps.sweep_table(evaluation)
+    table = sweep_study.sweep_table(evaluation)
     vanilla = table.loc[("vanilla", "fgsm(eps=0.3)"), "impact"]
     adversarial = table.loc[("adversarial", "fgsm(eps=0.3)"), "impact"]
     assert vanilla > 0.5 > adversarial  # adversarial training holds against the attack it trained on

@@ -9,17 +9,19 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlwrappers import protocol
 from rlwrappers.agents import CallableAgent
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, UnknownName
-from rlwrappers.evaluation import BASELINE, evaluate
-from rlwrappers.record import load
-from rlwrappers.report import write_report
+from rlwrappers.logs import read_log
+from rlwrappers.report.evaluation import write_report
+from rlwrappers.studies import EnvSetup, Execution, Timing, shift_impact
+from rlwrappers.studies.design import BASELINE
+from rlwrappers.studies.run import evaluate
 
 pytest.importorskip("mpe2")
 pytest.importorskip("statsmodels")
 
-from rlwrappers.multiagent import Team, who_acted
+from rlwrappers.logs import who_acted
+from rlwrappers.studies.teams import Team
 
 ENV = "simple_spread_v3"
 N = 5
@@ -47,13 +49,13 @@ SWITCHES = {f"{k} switched": f"switch(k={k}, to=lazy)" for k in (1, 2, 3)}
 
 
 def _options(out: Path, **more: Any) -> dict[str, Any]:
-    base = {"env_kwargs": {"N": N, "max_cycles": 10}, "outside": {"lazy": LAZY}, "out": out, "workers": 1}
-    return base | {"progress": False} | more
+    base = {"env": EnvSetup(kwargs={"N": N, "max_cycles": 10}), "outside": {"lazy": LAZY}, "out": out}
+    return base | {"execution": Execution(workers=1, progress=False)} | more
 
 
 @pytest.mark.slow
 def test_switching_one_two_and_three_of_five_from_episode_t(tmp_path: Path) -> None:
-    run = protocol.causal(TEAM, ENV, SWITCHES, episodes=6, seeds=2, **_options(tmp_path, share_pre_shift=False))
+    run = shift_impact.causal(TEAM, ENV, SWITCHES, episodes=6, seeds=2, **_options(tmp_path, share_pre_shift=False))
     assert len(run.index) == 4 * 2 and run.complete  # baseline + three switches, two seeds: separate logs
     assert run.fixed_seed_check()["identical"].all()
     for k in (1, 2, 3):
@@ -63,7 +65,7 @@ def test_switching_one_two_and_three_of_five_from_episode_t(tmp_path: Path) -> N
         switched = [a for a in after.columns if (after[a] == "stay").all()]
         assert switched == [f"agent_{i}" for i in range(k)]  # the first k agents, from episode T = 3
         assert (after.drop(columns=switched) == "team").all().all()
-    table = protocol.did_table(run)
+    table = shift_impact.did_table(run)
     assert list(table.index.get_level_values("shift")) == list(SWITCHES)
     assert table["estimate"].nunique() == 3  # three switches, three impacts
     for _, row in table.iterrows():  # identical before T: the cumulative impact is 3 episodes x eq. 5
@@ -75,11 +77,15 @@ def test_switching_one_two_and_three_of_five_from_episode_t(tmp_path: Path) -> N
 
 def test_random_switches_follow_the_bursts_and_repeat_with_the_seeds(tmp_path: Path) -> None:
     spec = {"bursts": "switch(k=2, to=lazy, when=bursts(p=0.2, duration=(2, 4)))"}
-    first = evaluate(TEAM, ENV, spec, episodes=3, seeds=1, **_options(tmp_path / "a", observational=True))
-    again = evaluate(TEAM, ENV, spec, episodes=3, seeds=1, **_options(tmp_path / "b", observational=True))
+    first = evaluate(
+        TEAM, ENV, spec, episodes=3, seeds=1, **_options(tmp_path / "a", timing=Timing(observational=True))
+    )
+    again = evaluate(
+        TEAM, ENV, spec, episodes=3, seeds=1, **_options(tmp_path / "b", timing=Timing(observational=True))
+    )
     np.testing.assert_array_equal(first.episodes()["return"], again.episodes()["return"])
     path = first.path / first.index.query("shift == 'bursts'")["path"].item()
-    steps = load(path).steps
+    steps = read_log(path).steps
     switched_steps = steps[steps["policy"] == "stay"]
     assert set(switched_steps["agent"]) == {"agent_0", "agent_1"}
     per_episode = switched_steps.groupby("episode")["step"].nunique()
@@ -91,7 +97,7 @@ def test_a_team_with_an_untrained_outside_group(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     run = evaluate(TEAM, ENV, ["switch(agents=['agent_4'], to=untrained)"], episodes=2, seeds=1, **_options(tmp_path))
     path = run.path / run.index.query(f"shift != '{BASELINE}'")["path"].item()
-    steps = load(path).steps
+    steps = read_log(path).steps
     assert set(steps[steps["switched"]]["agent"]) == {"agent_4"}
     assert set(steps[steps["switched"]]["policy"]) == {"untrained"}
 
@@ -117,5 +123,12 @@ def test_bad_team_settings_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgument, match="`probe` applies to Gymnasium envs only"):
         evaluate(TEAM, ENV, ["switch(k=1, to=lazy)"], probe=8, **base)
     with pytest.raises(InvalidArgument, match="`outside` applies to PettingZoo parallel envs only"):
-        evaluate("ppo-CartPole-v1", "CartPole-v1", [], outside={"lazy": LAZY}, out=tmp_path / "x", workers=1)
+        evaluate(
+            "ppo-CartPole-v1",
+            "CartPole-v1",
+            [],
+            outside={"lazy": LAZY},
+            out=tmp_path / "x",
+            execution=Execution(workers=1),
+        )
     assert not (tmp_path / "index.json").exists()

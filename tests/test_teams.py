@@ -52,7 +52,7 @@ def test_loaded_teams_are_torch_agents_on_the_env_spaces() -> None:
     env = parallel_env(**teams.card("powergrid-main")["env_kwargs"])
     observations, _ = env.reset(seed=0)
     for name in NAMES:
-        team = teams.load(name)
+        team = teams.load_team(name)
         assert list(team) == env.possible_agents
         for agent, member in team.items():
             assert isinstance(member, TorchAgent) and member.deterministic
@@ -62,15 +62,15 @@ def test_loaded_teams_are_torch_agents_on_the_env_spaces() -> None:
 
 def test_each_group_plays_an_episode_and_main_beats_untrained_on_the_same_day() -> None:
     env = parallel_env(**teams.card("powergrid-main")["env_kwargs"])
-    main = team_return(env, teams.load("powergrid-main"), seed=123)
-    outside = team_return(env, teams.load("powergrid-outside"), seed=123)
+    main = team_return(env, teams.load_team("powergrid-main"), seed=123)
+    outside = team_return(env, teams.load_team("powergrid-outside"), seed=123)
     fresh = team_return(env, teams.untrained(env, seed=0), seed=123)
     assert np.isfinite([main, outside, fresh]).all()
     assert main > fresh and outside > fresh
     assert main > 0.1 * fresh  # clearly: a tenth of the untrained team's cost at most (returns are negative)
     # the card's returns are reproduced by the shipped files
     info = teams.card("powergrid-main")["returns"]["trained"]
-    assert team_return(env, teams.load("powergrid-main"), seed=info["seeds"][0]) == pytest.approx(
+    assert team_return(env, teams.load_team("powergrid-main"), seed=info["seeds"][0]) == pytest.approx(
         info["team_returns"][0], abs=1e-3
     )
 
@@ -95,7 +95,7 @@ def test_unknown_names_suggest_the_closest() -> None:
     with pytest.raises(error.UnknownName, match="powergrid-main"):
         teams.card("powergrid-mian")
     with pytest.raises(error.UnknownName, match="Did you mean"):
-        teams.load("powergrid-outsid")
+        teams.load_team("powergrid-outsid")
 
 
 def copy_team(tmp_path: Path, name: str) -> Path:
@@ -106,13 +106,13 @@ def copy_team(tmp_path: Path, name: str) -> Path:
 
 def test_a_corrupted_weights_file_fails_the_sha_check(tmp_path: Path) -> None:
     folder = copy_team(tmp_path, "powergrid-main")
-    assert teams.load("powergrid-main", directory=folder)  # the intact copy loads
+    assert teams.load_team("powergrid-main", directory=folder)  # the intact copy loads
     target = folder / teams.card("powergrid-main")["agents"]["building_3"]["file"]
     data = bytearray(target.read_bytes())
     data[-20] ^= 0xFF
     target.write_bytes(bytes(data))
     with pytest.raises(error.InvalidArgument, match="SHA-256"):
-        teams.load("powergrid-main", directory=folder)
+        teams.load_team("powergrid-main", directory=folder)
 
 
 def test_a_missing_weights_file_is_named(tmp_path: Path) -> None:
@@ -120,9 +120,9 @@ def test_a_missing_weights_file_is_named(tmp_path: Path) -> None:
     missing = folder / "powergrid-outside-building_2.pt"
     missing.unlink()
     with pytest.raises(error.MissingFile, match=r"powergrid-outside-building_2\.pt"):
-        teams.load("powergrid-outside", directory=folder)
+        teams.load_team("powergrid-outside", directory=folder)
     with pytest.raises(error.MissingFile, match=r"powergrid-nothing\.json"):
-        teams.load("powergrid-nothing", directory=folder)
+        teams.load_team("powergrid-nothing", directory=folder)
 
 
 def test_untrained_needs_the_coordinated_buildings_env_and_a_seed() -> None:
@@ -152,5 +152,5 @@ def test_the_training_script_is_deterministic_on_a_tiny_budget(tmp_path: Path, m
     assert first["agents"] == second["agents"]  # bit-identical weights: equal SHA-256
     assert first["returns"] == second["returns"]
     assert set(first["settings"]) >= {"timesteps", "update_every", "epochs", "minibatch", "std_decay_every"}
-    assert teams.load("powergrid-outside", directory=tmp_path / "a")
+    assert teams.load_team("powergrid-outside", directory=tmp_path / "a")
     torch.set_num_threads(threads)

@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from rlwrappers.envs.toybox import game as toybox_game
 
 from rlwrappers import envs, error
 
@@ -108,7 +109,7 @@ def test_grayscale_frames_are_toyboxs_own_and_rgb_frames_match_ctoybox() -> None
 def test_the_numpy_rgba_to_rgb_copy_is_exact(shape: tuple[int, int]) -> None:
     rgba = np.random.default_rng(0).integers(0, 256, (*shape, 4), dtype=np.uint8)
     out = np.full((*shape, 3), 7, np.uint8)
-    envs.toybox._rgba_to_rgb_numpy(rgba, out)
+    toybox_game._rgba_to_rgb_numpy(rgba, out)
     assert np.array_equal(out, rgba[..., :3])
 
 
@@ -360,5 +361,5 @@ def test_render_without_a_mode_warns_and_close_is_idempotent() -> None:
 def test_the_module_example_runs() -> None:
     import doctest
 
-    result = doctest.testmod(envs.toybox)
+    result = doctest.testmod(toybox_game)
     assert result.attempted >= 7 and result.failed == 0

@@ -12,7 +12,7 @@ import pytest
 
 import rlwrappers as rw
 from rlwrappers import error
-from rlwrappers.vector import LOG_COLUMNS, Attack
+from rlwrappers.wrappers.vector import LOG_COLUMNS, Attack
 
 gym.register_envs(ale_py)
 
@@ -26,7 +26,7 @@ def sync(env_id: str, num_envs: int, **vector_kwargs) -> gym.vector.VectorEnv:
 
 @pytest.fixture(scope="module")
 def cartpole_agent() -> rw.agents.Agent:
-    return rw.zoo.load("ppo-CartPole-v1")
+    return rw.load_agent("ppo-CartPole-v1")
 
 
 def test_a_vector_fgsm_gives_each_sub_env_what_the_single_env_wrapper_gives_it(cartpole_agent):
@@ -96,7 +96,7 @@ def test_the_same_seed_gives_the_same_pgd_log(cartpole_agent):
 def test_sb3_vec_env_attack_matches_the_gymnasium_one(cartpole_agent):
     from stable_baselines3.common.env_util import make_vec_env
 
-    from rlwrappers.sb3 import AttackVecEnv
+    from rlwrappers.wrappers.sb3 import AttackVecEnv
 
     venv = AttackVecEnv(make_vec_env("CartPole-v1", n_envs=2, seed=3), "fgsm(eps=0.3)", cartpole_agent, seed=0)
     obs = venv.reset()
@@ -113,7 +113,7 @@ def test_sb3_atari_stack_is_attacked_where_the_policy_sees_it(tmp_path):
     from stable_baselines3.common.env_util import make_atari_env
     from stable_baselines3.common.vec_env import VecFrameStack
 
-    from rlwrappers.sb3 import AttackVecEnv
+    from rlwrappers.wrappers.sb3 import AttackVecEnv
 
     path = SHARED_AGENTS / "ppo-BreakoutNoFrameskip-v4-seed0.zip"
     if not path.exists():
@@ -148,7 +148,7 @@ def test_bad_input_raises_at_construction(cartpole_agent):
         Attack(disabled, "fgsm(eps=0.1)", cartpole_agent)
     with pytest.raises(error.IncompatibleSpace, match="shape"):
         Attack(sync("MountainCar-v0", num_envs=2), "fgsm(eps=0.1)", cartpole_agent)
-    from rlwrappers.sb3 import AttackVecEnv
+    from rlwrappers.wrappers.sb3 import AttackVecEnv
 
     with pytest.raises(error.InvalidType, match="VecEnv"):
         AttackVecEnv(sync("CartPole-v1", num_envs=2), "fgsm", cartpole_agent)

@@ -1,10 +1,14 @@
-"""Metrics over returns, logs and image observations, under their papers' names; pure functions, plotting kept apart."""
+"""The papers' measures, under their papers' names: pure functions over arrays and tables.
+
+Metrics take returns, model outputs, maps and observations, never agents, envs or logs: reading the logs is
+:mod:`rlwrappers.logs`' work and running agents the studies' (:mod:`rlwrappers.studies`). Plotting is kept
+apart, in :mod:`rlwrappers.report`.
+"""
 
 from rlwrappers.metrics import saliency
 from rlwrappers.metrics.did import DiD, difference_in_differences
 from rlwrappers.metrics.forecast import Forecast, damped_trend_forecast, episode_series, significantly_better
 from rlwrappers.metrics.impact import MIN_SCORES, min_score, normalized_impact
-from rlwrappers.metrics.logs import episode_returns, reproducibility_table
 from rlwrappers.metrics.perceptual import LPIPS, ssim
 from rlwrappers.metrics.reproducibility import (
     DISPERSION,
@@ -17,17 +21,16 @@ from rlwrappers.metrics.reproducibility import (
     mad,
     pareto_front,
     performance,
+    reproducibility_table,
     state_marginals,
     stratified_bootstrap_ci,
 )
 from rlwrappers.metrics.robustness import (
-    action_distributions,
     generalized_jsd_robustness,
     normalized_robustness,
     offline_robustness,
     pipeline_summary,
-    robustness_matrix,
-    sampled_robustness,
+    robustness_from_actions,
 )
 from rlwrappers.metrics.spectra import (
     LUMINANCE,
@@ -54,7 +57,6 @@ __all__ = [
     "difference_spectrum",
     "damped_trend_forecast",
     "dispersion",
-    "episode_returns",
     "episode_series",
     "iqm",
     "iqr",
@@ -72,11 +74,9 @@ __all__ = [
     "state_marginals",
     "stratified_bootstrap_ci",
     # offline robustness (seed 000)
-    "action_distributions",
     "generalized_jsd_robustness",
     "normalized_robustness",
     "offline_robustness",
     "pipeline_summary",
-    "robustness_matrix",
-    "sampled_robustness",
+    "robustness_from_actions",
 ]

@@ -11,15 +11,15 @@ per-channel weights (the "lin" layers). :class:`LPIPS` runs the ``lpips`` packag
 VGG16 or SqueezeNet trunk whose ImageNet weights are read from a local file, never downloaded;
 :func:`ssim` is the weight-free companion, scikit-image's structural similarity.
 
-Both take uint8 observations of any layout of :mod:`rlwrappers.images` (``"hw"``, ``"hwc"``, ``"chw"``, with any
-leading batch axes) and return one value per observation, float64, of the batch shape:
+Both take uint8 observations of any layout of :mod:`rlwrappers.functional.images` (``"hw"``, ``"hwc"``, ``"chw"``,
+with any leading batch axes) and return one value per observation, float64, of the batch shape:
 
 - a grayscale frame is compared as it is (LPIPS repeats it to 3 channels);
 - an RGB frame is compared as one colour image;
 - a stack (``(84, 84, 4)`` or ``(4, 84, 84)``) is compared frame by frame, and its value is the **mean over
   its frames**.
 
-With ``layout=None`` the layout is inferred by :func:`rlwrappers.images.batch_layout`: a 3-D array with no
+With ``layout=None`` the layout is inferred by :func:`rlwrappers.functional.images.batch_layout`: a 3-D array with no
 channel axis at either end is a batch of grayscale frames; pass ``layout="hw"`` for a batch of at most four.
 """
 
@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 from rlwrappers import _check
 from rlwrappers._optional import require
 from rlwrappers.error import InvalidArgument, InvalidType, MissingFile
-from rlwrappers.images import batch_layout, frames
+from rlwrappers.functional.images import batch_layout, frames
 
 if TYPE_CHECKING:
     import torch
@@ -199,7 +199,7 @@ def _load_trunk(model: Any, path: Path, net: str) -> None:
     slice_of = {
         index: f"slice{k}"
         for k in range(1, model.net.N_slices + 1)
-        for index in getattr(model.net, f"slice{k}")._modules
+        for index, _ in getattr(model.net, f"slice{k}").named_children()
     }
     try:
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))

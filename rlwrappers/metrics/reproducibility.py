@@ -16,14 +16,18 @@ leading axes are kept (policies, seeds, shifts). Functions that sample take an e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rlwrappers import _check
+from rlwrappers._optional import require
 from rlwrappers.error import InvalidArgument
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "PERFORMANCE",
@@ -38,6 +42,7 @@ __all__ = [
     "iqm",
     "stratified_bootstrap_ci",
     "pareto_front",
+    "reproducibility_table",
 ]
 
 PERFORMANCE: Final = ("mean", "median")
@@ -232,3 +237,30 @@ def _scalar(value: Any) -> Any:
     """A 0-d result as a Python float, anything else unchanged."""
     array = np.asarray(value)
     return float(array) if array.ndim == 0 else array
+
+
+def reproducibility_table(runs: Mapping[str, ArrayLike], alphas: Sequence[float] = (0.5, 1.0, 2.0)) -> pd.DataFrame:
+    """One row per run: episodes, mean, median, MAD, IQR, std and LCB(alpha) = mean - alpha * MAD.
+
+    Example:
+        >>> table = reproducibility_table({"clean": [10.0, 10.0, 12.0], "noisy": [2.0, 10.0, 12.0]}, alphas=[1.0])
+        >>> list(table.columns)
+        ['episodes', 'mean', 'median', 'MAD', 'IQR', 'std', 'LCB(1.0)']
+        >>> table.loc["noisy", ["median", "MAD", "LCB(1.0)"]].tolist()
+        [10.0, 2.0, 6.0]
+    """
+    pd = require("pandas", purpose="reproducibility tables")
+    rows: dict[str, dict[str, Any]] = {}
+    for name, returns in runs.items():
+        r = np.asarray(returns, dtype=np.float64)
+        row: dict[str, Any] = {
+            "episodes": len(r),
+            "mean": float(np.mean(r)),
+            "median": float(np.median(r)),
+            "MAD": mad(r),
+            "IQR": iqr(r),
+            "std": float(np.std(r)),
+        }
+        row.update({f"LCB({a})": v for a, v in zip(alphas, np.atleast_1d(lcb(r, list(alphas))), strict=True)})
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index")

@@ -1,80 +1,54 @@
-"""Evaluating saliency maps: sanity checks, the insertion metric, and the parameter search around them.
+"""Scores of saliency maps: their similarities, the area of insertion curves, and the parameter search's scores.
 
 From *Benchmarking Perturbation-based Saliency Maps for Explaining Atari Agents* (Huber, Limmer and André 2022),
-Sections 3.3-3.4. Every function takes saliency maps as arrays of shape (H, W) and the network either as an
-:class:`rlwrappers.agents.Agent` or as a scoring callable ``score(batch) -> (N, A)`` (one row of action scores,
-q-values or logits, per observation of the batch); nothing here computes a saliency map.
+Sections 3.3-3.4. Pure functions over saliency maps (arrays of shape (H, W)) and the tables built from them;
+the parts that run an agent (cascading randomization, the insertion metric, state selection) are in
+:mod:`rlwrappers.explain`.
 
 - **Similarities** of two maps (Section 3.3.1): :func:`spearman` (rank correlation), :func:`ssim` (structural
   similarity with a 7 x 7 window on the 2-D maps, both min-max normalized, ``data_range=1``) and
   :func:`hog_pearson` (Pearson correlation of scikit-image HOG descriptors with 3 x 3 pixels per cell).
   With ``sign_invariant=True`` (the default, after Sixt et al. 2020) each is the maximum over ``b`` and ``-b``.
   A constant map has no ranks, no contrast and no gradients: every similarity involving one is NaN.
-  :func:`calibration` gives their means over pairs of random maps (uniform and Gaussian), which should be low.
-- **Cascading randomization** (Adebayo et al. 2018): :func:`cascading_randomization` re-initializes the
-  layers that decide the agent's outputs from the output layer down, one more per copy, with a seeded
-  ``torch.Generator``; :func:`sanity_check` compares each copy's maps with the original's.
-- **Insertion** (Petsiuk et al. 2018): :func:`insertion_curve` starts from a fully perturbed observation
-  (black, or uniform noise) and uncovers ``step`` pixels at a time in decreasing saliency; ``measure="q"`` is
-  ``q(I_k, a) / q(I, a)`` and ``measure="advantage"`` is ``q(I_k, a) - mean_a' q(I_k, a')`` (eq. 7). Its area
-  :func:`auc` is the trapezoid rule with the uncovered fraction on the x axis, from 0 to 1.
-  :func:`insertion` gives the paper's four variants for one state and :func:`insertion_table` for many.
-- **State selection** (Section 3.4.2): :func:`importance` (HIGHLIGHTS' max q - min q), :func:`highlights_div`
-  with the diversity threshold as footnote 6's percentile of the pairwise distances, :func:`random_subsets`.
+  :func:`calibration` gives their means over pairs of random maps (uniform and Gaussian), which should be low;
+  :func:`sanity_check_summary` averages a sanity check's similarities per randomized layer.
+- **Insertion** (Petsiuk et al. 2018): :func:`auc`, the area under an insertion curve by the trapezoid rule
+  with the uncovered fraction on the x axis, from 0 to 1.
 - **Parameter search** (Section 3.4.1): :func:`standardized_scores` (mean AUC over both substrates,
   standardized across parameter sets, summed over the two measures) and :func:`select` (the best set whose
   time per map fits a budget).
 
-Every draw comes from a generator seeded by the call's ``seed``; numpy's and torch's global generators are
-never touched.
+Every draw comes from a generator seeded by the call's ``seed``; numpy's global generator is never touched.
 """
 
 from __future__ import annotations
 
-import copy
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rlwrappers import _check
 from rlwrappers._optional import require
-from rlwrappers.agents import Agent, SB3Agent
-from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType, NotDifferentiable
+from rlwrappers.error import InvalidArgument, InvalidType
 
 if TYPE_CHECKING:
     import pandas as pd
-    import torch
 
 __all__ = [
     "HOG_PIXELS_PER_CELL",
     "INSERTION_COLUMNS",
-    "MEASURES",
+    "MIN_SIDE",
     "SIMILARITIES",
     "SSIM_WINDOW",
-    "STEP",
-    "SUBSTRATES",
-    "InsertionCurve",
     "auc",
     "calibration",
-    "cascading_randomization",
-    "diversity_threshold",
-    "highlights_div",
+    "check_map",
     "hog_pearson",
-    "importance",
-    "insertion",
-    "insertion_curve",
-    "insertion_order",
-    "insertion_table",
     "min_max",
-    "random_subsets",
-    "randomization_layers",
-    "sanity_check",
     "sanity_check_summary",
-    "scorer",
     "select",
     "similarities",
     "spearman",
@@ -82,29 +56,21 @@ __all__ = [
     "standardized_scores",
 ]
 
-#: The similarity measures of the sanity checks, in the paper's order (the columns of :func:`sanity_check`).
+#: The similarity measures of the sanity checks, in the paper's order (the columns of a sanity check's table).
 SIMILARITIES: Final = ("spearman", "ssim", "hog_pearson")
 #: The SSIM window side (Section 3.3.1).
 SSIM_WINDOW: Final = 7
 #: The HOG cell size (Section 3.3.1); the other HOG settings are scikit-image's defaults.
 HOG_PIXELS_PER_CELL: Final = (3, 3)
-#: The insertion substrates: black (0) and uniform noise.
-SUBSTRATES: Final = ("black", "random")
-#: What the insertion metric measures: the normalized q-value or the advantage (eq. 7).
-MEASURES: Final = ("q", "advantage")
-#: The columns of :func:`insertion` and :func:`insertion_table`: one AUC per measure and substrate.
+#: The insertion metric's four AUCs per state: one per measure (q, advantage) and substrate (black, random).
 INSERTION_COLUMNS: Final = ("q_black", "q_random", "advantage_black", "advantage_random")
-#: Pixels uncovered per insertion step in the paper (about 1.2 % of an 84 x 84 frame).
-STEP: Final = 84
-#: Observations scored per forward pass by default.
-_BATCH: Final = 128
 #: The smallest map side SSIM (7 x 7 window) and HOG (3 x 3 blocks of 3 x 3-pixel cells) take.
-_MIN_SIDE: Final = 9
+MIN_SIDE: Final = 9
 
 
 # -- similarities ----------------------------------------------------------------------------------------
-def _map(x: ArrayLike, name: str) -> NDArray[np.float64]:
-    """``x`` as a finite 2-D float64 map."""
+def check_map(x: ArrayLike, name: str) -> NDArray[np.float64]:
+    """``x`` as a finite 2-D float64 map, or raises naming ``name``."""
     a = np.asarray(x, dtype=np.float64)
     if a.ndim != 2:
         raise InvalidArgument(f"`{name}` must be a saliency map of shape (H, W), received shape {a.shape}")
@@ -114,11 +80,11 @@ def _map(x: ArrayLike, name: str) -> NDArray[np.float64]:
 
 
 def _pair(a: ArrayLike, b: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    x, y = _map(a, "a"), _map(b, "b")
+    x, y = check_map(a, "a"), check_map(b, "b")
     if x.shape != y.shape:
         raise InvalidArgument(f"`a` and `b` must have the same shape, received {x.shape} and {y.shape}")
-    if min(x.shape) < _MIN_SIDE:
-        raise InvalidArgument(f"saliency maps must be at least {_MIN_SIDE} x {_MIN_SIDE}, received {x.shape}")
+    if min(x.shape) < MIN_SIDE:
+        raise InvalidArgument(f"saliency maps must be at least {MIN_SIDE} x {MIN_SIDE}, received {x.shape}")
     return x, y
 
 
@@ -270,7 +236,7 @@ def calibration(
     if not (isinstance(shape, tuple) and len(shape) == 2):
         raise InvalidArgument(f"`shape` must be a pair (H, W), received {shape!r}")
     for i, side in enumerate(shape):
-        _check.integer(f"shape[{i}]", side, minimum=_MIN_SIDE)
+        _check.integer(f"shape[{i}]", side, minimum=MIN_SIDE)
     pairs = _check.integer("pairs", pairs, minimum=1)
     rng = np.random.default_rng(_check.integer("seed", seed, minimum=0))
     draws: dict[str, Callable[[], NDArray[np.float64]]] = {
@@ -282,156 +248,6 @@ def calibration(
         values = [similarities(draw(), draw(), sign_invariant=sign_invariant) for _ in range(pairs)]
         rows[name] = {k: float(np.mean([v[k] for v in values])) for k in SIMILARITIES}
     return pd.DataFrame.from_dict(rows, orient="index")[list(SIMILARITIES)]
-
-
-# -- cascading randomization -----------------------------------------------------------------------------
-def _layer_groups(agent: Agent) -> dict[str, list[str]]:
-    """The agent's layers, output layer first: layer name -> the names of its parameters in ``agent.parameters()``.
-
-    A layer is a submodule that holds parameters itself; the order is the reverse of registration. A parameter
-    the root module holds directly is a layer of its own (for a :class:`TorchAgent`), except for SB3 policies,
-    whose only such parameter (the Gaussian policy's state-independent ``log_std``) is left as trained.
-    """
-    if not isinstance(agent, Agent):
-        raise InvalidType(f"`agent` must be an rlwrappers Agent, received {type(agent).__name__}")
-    params = agent.parameters()
-    if not params:
-        raise NotDifferentiable(f"{agent} has no network parameters to randomize")
-    groups: dict[str, list[str]] = {}
-    for name in params:
-        prefix = name.rpartition(".")[0]
-        if isinstance(agent, SB3Agent) and agent.kind in ("actor_critic", "sac", "td3") and "." not in name:
-            continue
-        groups.setdefault(prefix or name, []).append(name)
-    return dict(reversed(groups.items()))
-
-
-def randomization_layers(agent: Agent) -> list[str]:
-    """The layers :func:`cascading_randomization` re-initializes, in its order: the output layer first.
-
-    For an :class:`SB3Agent`, the parameters of :meth:`SB3Agent.parameters` grouped by module: DQN's online
-    ``q_net`` only (never ``q_net_target``); for PPO and A2C the actor path (``action_net``, the policy half of
-    the ``mlp_extractor``, the features extractor), never the critic. For a :class:`TorchAgent`, every module
-    of ``module`` that holds parameters, in reverse registration order.
-
-    Example:
-        >>> import gymnasium as gym, torch
-        >>> from rlwrappers.agents import TorchAgent
-        >>> net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
-        >>> space = gym.spaces.Box(-1.0, 1.0, (4,))
-        >>> randomization_layers(TorchAgent(net, space, gym.spaces.Discrete(2), head="q_values"))
-        ['2', '0']
-    """
-    return list(_layer_groups(agent))
-
-
-def _reinitialize(tensors: Mapping[str, torch.Tensor], generator: torch.Generator) -> None:
-    """Draws new values for one layer's parameters from ``generator``, on the CPU, then copies them in place.
-
-    Weights of two or more dimensions get PyTorch's default for ``Linear`` and ``Conv`` layers,
-    ``kaiming_uniform_(a=sqrt(5))``, that is U(-1/sqrt(fan_in), 1/sqrt(fan_in)); the layer's other parameters
-    (biases) the same bound from the weight's fan-in; a layer without such a weight (a normalization layer)
-    gets standard normal values.
-    """
-    torch = require("torch", purpose="cascading randomization")
-    matrices = [t for t in tensors.values() if t.dim() >= 2]
-    fan_in = int(np.prod(matrices[0].shape[1:])) if matrices else 0
-    with torch.no_grad():
-        for tensor in tensors.values():
-            new = torch.empty(tensor.shape, dtype=tensor.dtype)
-            if tensor.dim() >= 2:
-                torch.nn.init.kaiming_uniform_(new, a=math.sqrt(5), generator=generator)
-            elif fan_in > 0:
-                bound = 1.0 / math.sqrt(fan_in)
-                torch.nn.init.uniform_(new, -bound, bound, generator=generator)
-            else:
-                torch.nn.init.normal_(new, generator=generator)
-            tensor.copy_(new.to(tensor.device))
-
-
-def cascading_randomization(
-    agent: Agent, seed: int = 0, *, layers: Sequence[str] | None = None
-) -> list[tuple[str, Agent]]:
-    """Copies of ``agent`` with its layers re-initialized one more at a time, from the output layer down.
-
-    The k-th copy has the first k of :func:`randomization_layers` (or of ``layers``, a subset in that order)
-    re-initialized: weights of two or more dimensions with PyTorch's default for ``Linear`` and ``Conv``,
-    ``kaiming_uniform_(a=sqrt(5))`` (U(-1/sqrt(fan_in), 1/sqrt(fan_in))), the layer's biases from the same
-    bound, and the parameters of a layer without such a weight (a normalization layer) from N(0, 1). Every draw
-    comes from one ``torch.Generator`` seeded with ``seed`` and carried down the cascade: a layer gets the same
-    random weights in every copy that randomizes it, and the same seed gives bit-identical copies. ``agent`` is
-    deep-copied and stays unchanged; torch's global generator is not used. Buffers (batch-norm statistics) are
-    kept.
-
-    Returns:
-        ``[(layer, copy), ...]``, the output layer first; the last copy has every layer randomized.
-
-    Example:
-        >>> import gymnasium as gym, torch
-        >>> from rlwrappers.agents import TorchAgent
-        >>> net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
-        >>> agent = TorchAgent(net, gym.spaces.Box(-1.0, 1.0, (4,)), gym.spaces.Discrete(2), head="q_values")
-        >>> cascade = cascading_randomization(agent, seed=0)
-        >>> [name for name, _ in cascade]
-        ['2', '0']
-        >>> bool(torch.equal(cascade[0][1].module[0].weight, net[0].weight))  # only the output layer so far
-        True
-    """
-    torch = require("torch", purpose="cascading randomization")
-    groups = _layer_groups(agent)
-    if layers is not None:
-        wanted = list(layers)
-        unknown = [name for name in wanted if name not in groups]
-        if unknown:
-            raise InvalidArgument(f"`layers` must be among {list(groups)}, received unknown {unknown}")
-        if sorted(wanted, key=list(groups).index) != wanted or len(set(wanted)) != len(wanted):
-            raise InvalidArgument(f"`layers` must be distinct and in the order {list(groups)}, received {wanted}")
-        groups = {name: groups[name] for name in wanted}
-    generator = torch.Generator().manual_seed(_check.integer("seed", seed, minimum=0))
-    work = copy.deepcopy(agent)
-    params = work.parameters()
-    cascade: list[tuple[str, Agent]] = []
-    for layer, names in groups.items():
-        _reinitialize({name: params[name] for name in names}, generator)
-        cascade.append((layer, copy.deepcopy(work)))
-    return cascade
-
-
-def sanity_check(
-    explain: Callable[[Agent, NDArray[Any]], ArrayLike],
-    agent: Agent,
-    states: ArrayLike,
-    seed: int = 0,
-    *,
-    layers: Sequence[str] | None = None,
-    sign_invariant: bool = True,
-) -> pd.DataFrame:
-    """Adebayo et al.'s model-parameter randomization test: the original maps against those of randomized copies.
-
-    ``explain(agent, obs)`` returns the (H, W) saliency map of one observation. It is called for ``agent`` and
-    for every copy of :func:`cascading_randomization` (``seed``, ``layers``) on each state; each copy's map is
-    compared with the original's by :func:`similarities`. In the paper, the randomized networks explain the
-    action the original agent chose: let ``explain`` pick it from the original agent to do the same.
-
-    Returns:
-        One row per (state, randomized layer): ``state`` (the index in ``states``), ``level`` (how many layers
-        are randomized, 1 = the output layer), ``layer``, and the :data:`SIMILARITIES`.
-    """
-    pd = require("pandas", purpose="sanity-check tables")
-    if not callable(explain):
-        raise InvalidType(f"`explain` must be a callable explain(agent, obs) -> map, received {explain!r}")
-    batch = np.asarray(states)
-    shape = agent.observation_space.shape
-    if shape is not None and batch.shape[1:] != shape:
-        raise InvalidArgument(f"`states` must have shape (n, *{shape}), received {batch.shape}")
-    cascade = cascading_randomization(agent, seed, layers=layers)
-    rows = []
-    for i, obs in enumerate(batch):
-        original = explain(agent, obs)
-        for level, (layer, randomized) in enumerate(cascade, 1):
-            values = similarities(original, explain(randomized, obs), sign_invariant=sign_invariant)
-            rows.append({"state": i, "level": level, "layer": layer, **values})
-    return pd.DataFrame(rows, columns=["state", "level", "layer", *SIMILARITIES])
 
 
 def sanity_check_summary(table: pd.DataFrame) -> pd.DataFrame:
@@ -455,76 +271,7 @@ def sanity_check_summary(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-# -- insertion -------------------------------------------------------------------------------------------
-Score = Callable[[NDArray[Any]], ArrayLike]
-
-
-def scorer(agent: Agent) -> Callable[[NDArray[Any]], NDArray[np.float64]]:
-    """``score(batch) -> (N, A)``: the agent's action scores (q-values, or logits) for a batch, without gradients.
-
-    Example:
-        >>> import gymnasium as gym, numpy as np, torch
-        >>> from rlwrappers.agents import TorchAgent
-        >>> net = torch.nn.Linear(3, 2)
-        >>> score = scorer(TorchAgent(net, gym.spaces.Box(0.0, 1.0, (3,)), gym.spaces.Discrete(2), head="q_values"))
-        >>> score(np.zeros((5, 3), np.float32)).shape
-        (5, 2)
-    """
-    from rlwrappers.saliency import action_scores
-
-    if not isinstance(agent, Agent):
-        raise InvalidType(f"`agent` must be an rlwrappers Agent, received {type(agent).__name__}")
-
-    def score(batch: NDArray[Any]) -> NDArray[np.float64]:
-        return action_scores(agent, batch)
-
-    return score
-
-
-def _scoring(score: Score | Agent) -> Score:
-    if isinstance(score, Agent):
-        return scorer(score)
-    if not callable(score):
-        raise InvalidType(f"`score` must be an Agent or a callable score(batch) -> (N, A), received {score!r}")
-    return score
-
-
-def _streams(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
-    """Independent generators for the pixel order and the random substrate, from one seed."""
-    order, substrate = np.random.SeedSequence(_check.integer("seed", seed, minimum=0)).spawn(2)
-    return np.random.default_rng(order), np.random.default_rng(substrate)
-
-
-def _order(s: NDArray[np.float64], segments: ArrayLike | None, rng: np.random.Generator) -> NDArray[np.int64]:
-    flat = s.ravel()
-    if segments is None:
-        return np.argsort(-flat, kind="stable").astype(np.int64)
-    seg = np.asarray(segments)
-    if seg.shape != s.shape or not np.issubdtype(seg.dtype, np.integer):
-        raise InvalidArgument(
-            f"`segments` must be integer labels of the map's shape {s.shape}, received {seg.dtype} {seg.shape}"
-        )
-    _, inverse = np.unique(seg.ravel(), return_inverse=True)
-    relevance = np.bincount(inverse, weights=flat) / np.bincount(inverse)
-    parts = [rng.permutation(np.flatnonzero(inverse == label)) for label in np.argsort(-relevance, kind="stable")]
-    return np.concatenate(parts).astype(np.int64)
-
-
-def insertion_order(saliency: ArrayLike, segments: ArrayLike | None = None, seed: int = 0) -> NDArray[np.int64]:
-    """The flat pixel indices of the map in the order the insertion metric uncovers them.
-
-    Without ``segments``: decreasing saliency, ties in raster order. With ``segments`` (integer superpixel
-    labels of the map's shape, as LIME uses): superpixels by decreasing mean saliency (ties by label), and the
-    pixels within each superpixel in a random order drawn from ``seed``.
-
-    Example:
-        >>> insertion_order([[0.1, 0.9], [0.5, 0.5]]).tolist()
-        [1, 2, 3, 0]
-    """
-    s = _map(saliency, "saliency")
-    return _order(s, segments, _streams(seed)[0])
-
-
+# -- insertion ---------------------------------------------------------------------------------------------
 def auc(values: ArrayLike, fractions: ArrayLike | None = None) -> float:
     """Area under an insertion curve by the trapezoid rule, x being the uncovered fraction from 0 to 1.
 
@@ -542,393 +289,6 @@ def auc(values: ArrayLike, fractions: ArrayLike | None = None) -> float:
     if x.shape != y.shape or np.any(np.diff(x) < 0):
         raise InvalidArgument(f"`fractions` must be {len(y)} non-decreasing values, received {x.tolist()!r}")
     return float(np.sum(np.diff(x) * (y[1:] + y[:-1]) / 2.0))
-
-
-@dataclass(frozen=True)
-class InsertionCurve:
-    """One insertion curve.
-
-    Attributes:
-        fractions: the uncovered fraction of the pixels at each point, 0 (fully perturbed) to 1 (the state).
-        values: the measure at each point.
-        scores: the raw action scores at each point, shape (points, actions).
-        action: the action measured.
-        substrate: "black" or "random".
-        measure: "q" or "advantage".
-    """
-
-    fractions: NDArray[np.float64]
-    values: NDArray[np.float64]
-    scores: NDArray[np.float64]
-    action: int
-    substrate: str
-    measure: str
-
-    @property
-    def auc(self) -> float:
-        """The area under the curve, :func:`auc`."""
-        return auc(self.values, self.fractions)
-
-
-def _layout(obs: NDArray[Any], shape: tuple[int, ...], layout: str | None) -> str:
-    """Where the map's (H, W) axes lie in the observation: "hw", "chw" or "hwc"."""
-    fits = {
-        "hw": obs.shape == shape,
-        "chw": obs.ndim == 3 and obs.shape[1:] == shape,
-        "hwc": obs.ndim == 3 and obs.shape[:2] == shape,
-    }
-    if layout is not None:
-        _check.choice("layout", layout, tuple(fits))
-        if not fits[layout]:
-            raise IncompatibleSpace(f"an observation of shape {obs.shape} has no {layout!r} layout for a {shape} map")
-        return layout
-    matching = [name for name, ok in fits.items() if ok]
-    if not matching:
-        raise IncompatibleSpace(
-            f"the saliency map's shape {shape} is not the (H, W) of the observation's shape {obs.shape}"
-        )
-    if len(matching) > 1:
-        raise InvalidArgument(f"observation {obs.shape} and map {shape} fit layouts {matching}: pass `layout=`")
-    return matching[0]
-
-
-def _substrate(
-    obs: NDArray[Any], kind: str, bounds: tuple[float, float] | None, rng: np.random.Generator
-) -> NDArray[Any]:
-    """The fully perturbed observation: zeros, or uniform noise in ``bounds`` of the observation's dtype."""
-    if kind == "black":
-        return np.zeros_like(obs)
-    if bounds is None:
-        if obs.dtype == np.uint8:
-            bounds = (0, 255)
-        elif np.issubdtype(obs.dtype, np.floating):
-            bounds = (0.0, 1.0)
-        else:
-            raise InvalidArgument(f"`bounds` is required for a random substrate of dtype {obs.dtype}")
-    low, high = bounds
-    if not low < high:
-        raise InvalidArgument(f"`bounds` must be (low, high) with low < high, received {bounds!r}")
-    if np.issubdtype(obs.dtype, np.integer):
-        return rng.integers(int(low), int(high), size=obs.shape, endpoint=True).astype(obs.dtype)
-    return rng.uniform(low, high, size=obs.shape).astype(obs.dtype)
-
-
-def _insertion_scores(
-    score: Score,
-    obs: NDArray[Any],
-    saliency: ArrayLike,
-    substrates: Iterable[str],
-    *,
-    step: int,
-    segments: ArrayLike | None,
-    seed: int,
-    bounds: tuple[float, float] | None,
-    batch_size: int,
-    layout: str | None,
-) -> tuple[NDArray[np.float64], dict[str, NDArray[np.float64]]]:
-    """The uncovered fractions and, per substrate, the scores of every insertion step, (K + 1, A)."""
-    s = np.asarray(saliency, dtype=np.float64)
-    if s.ndim == 1:  # a vector observation's feature relevances: one "pixel" per feature
-        if not np.isfinite(s).all():
-            raise InvalidArgument("`saliency` must hold finite values")
-    else:
-        s = _map(s, "saliency")
-    where = _layout(obs, s.shape, layout)
-    step = _check.integer("step", step, minimum=1)
-    batch_size = _check.integer("batch_size", batch_size, minimum=1)
-    order_rng, substrate_rng = _streams(seed)
-    n = s.size
-    rank = np.empty(n, np.int64)
-    rank[_order(s, segments, order_rng)] = np.arange(n)
-    rank_map = rank.reshape(s.shape)
-    counts = np.minimum(np.arange(-(-n // step) + 1) * step, n)
-    out = {}
-    for kind in substrates:
-        base = _substrate(obs, kind, bounds, substrate_rng)
-        chunks = []
-        for start in range(0, len(counts), batch_size):
-            shown = rank_map[None] < counts[start : start + batch_size].reshape(-1, *([1] * s.ndim))  # (b, *map)
-            shown = {"hw": shown, "chw": shown[:, None], "hwc": shown[..., None]}[where]
-            batch = np.where(shown, obs[None], base[None])
-            scores = np.asarray(score(batch), dtype=np.float64)
-            if scores.ndim != 2 or scores.shape[0] != len(batch):
-                raise InvalidArgument(
-                    f"`score` must return one row of action scores per observation, shape ({len(batch)}, A),"
-                    f" received {scores.shape}"
-                )
-            chunks.append(scores)
-        out[kind] = np.concatenate(chunks)
-    return counts / n, out
-
-
-def _measure(scores: NDArray[np.float64], action: int, measure: str) -> NDArray[np.float64]:
-    """The measured values of one curve: ``q / t`` (``t`` the state's own score, NaN if 0) or the advantage."""
-    q = scores[:, action]
-    if measure == "advantage":
-        return q - scores.mean(axis=1)
-    t = q[-1]
-    return np.full(q.shape, np.nan) if t == 0 else q / t
-
-
-def _action(scores: NDArray[np.float64], action: int | None) -> int:
-    if action is None:
-        return int(np.argmax(scores[-1]))
-    a = _check.integer("action", action, minimum=0)
-    if a >= scores.shape[1]:
-        raise InvalidArgument(f"`action` must be < {scores.shape[1]} (the number of scores), received {a}")
-    return a
-
-
-def insertion_curve(
-    score: Score | Agent,
-    obs: ArrayLike,
-    saliency: ArrayLike,
-    *,
-    action: int | None = None,
-    substrate: str = "black",
-    measure: str = "q",
-    step: int = STEP,
-    segments: ArrayLike | None = None,
-    seed: int = 0,
-    bounds: tuple[float, float] | None = None,
-    batch_size: int = _BATCH,
-    layout: str | None = None,
-) -> InsertionCurve:
-    """The insertion curve of one saliency map (Section 3.3.2).
-
-    The curve starts from the fully perturbed observation I_0 and uncovers ``step`` pixels per step in
-    :func:`insertion_order`, every channel of a pixel at once (the stacked frames), until the observation
-    I_K = I itself: K = ceil(H W / step) steps and K + 1 points. All points are scored in batches of
-    ``batch_size`` observations.
-
-    Substrates: ``"black"`` is 0 (not the observation's minimum, as in Quantus); ``"random"`` is uniform noise
-    drawn once per curve, per pixel and channel: U{0, ..., 255} for uint8 observations (the paper's U[0, 1] on
-    inputs scaled to [0, 1]), U[0, 1) for float observations, or U over ``bounds`` when given.
-
-    Measures, with ``a`` the action and ``t = q(I, a)`` the state's own score: ``"q"`` is ``q(I_k, a) / t``
-    (every curve ends at 1; all NaN when t = 0; a negative t flips the curve), ``"advantage"`` is
-    ``q(I_k, a) - mean_a' q(I_k, a')``, unnormalized (eq. 7).
-
-    Args:
-        score: ``score(batch) -> (N, A)`` action scores for a batch of observations (given in ``obs``'s dtype),
-            or an :class:`Agent`, scored by :func:`scorer`.
-        obs: one observation: (H, W), channel-first (C, H, W) or channel-last (H, W, C); or a vector (n,).
-        saliency: its map, shape (H, W), or (n,) for a vector (one feature per "pixel": pass ``step=1``);
-            larger means more relevant.
-        action: the action the map explains (default: the highest-scoring action on ``obs``).
-        substrate: "black" or "random".
-        measure: "q" or "advantage".
-        step: pixels uncovered per step (the paper's 84).
-        segments: superpixel labels of shape (H, W) for maps that are constant per superpixel (LIME).
-        seed: seeds the pixel order within superpixels and the random substrate (separate streams).
-        bounds: (low, high) of the random substrate.
-        batch_size: observations per call of ``score``.
-        layout: "hw", "chw" or "hwc", when the shapes alone cannot tell.
-    """
-    _check.choice("substrate", substrate, SUBSTRATES)
-    _check.choice("measure", measure, MEASURES)
-    x = np.asarray(obs)
-    fractions, scores = _insertion_scores(
-        _scoring(score),
-        x,
-        saliency,
-        [substrate],
-        step=step,
-        segments=segments,
-        seed=seed,
-        bounds=bounds,
-        batch_size=batch_size,
-        layout=layout,
-    )
-    a = _action(scores[substrate], action)
-    values = _measure(scores[substrate], a, measure)
-    return InsertionCurve(fractions, values, scores[substrate], a, substrate, measure)
-
-
-def insertion(
-    score: Score | Agent,
-    obs: ArrayLike,
-    saliency: ArrayLike,
-    *,
-    action: int | None = None,
-    step: int = STEP,
-    segments: ArrayLike | None = None,
-    seed: int = 0,
-    bounds: tuple[float, float] | None = None,
-    batch_size: int = _BATCH,
-    layout: str | None = None,
-) -> dict[str, float]:
-    """The paper's four insertion AUCs of one map (Section 3.3.2.3): {q, advantage} x {black, random}.
-
-    Arguments as :func:`insertion_curve`; both measures share each substrate's forward passes.
-
-    Returns:
-        ``{"action": a, "q_black": ..., "q_random": ..., "advantage_black": ..., "advantage_random": ...}``.
-    """
-    x = np.asarray(obs)
-    fractions, scores = _insertion_scores(
-        _scoring(score),
-        x,
-        saliency,
-        SUBSTRATES,
-        step=step,
-        segments=segments,
-        seed=seed,
-        bounds=bounds,
-        batch_size=batch_size,
-        layout=layout,
-    )
-    a = _action(scores["black"], action)
-    out: dict[str, float] = {"action": a}
-    for column in INSERTION_COLUMNS:
-        measure, _, substrate = column.partition("_")
-        out[column] = auc(_measure(scores[substrate], a, measure), fractions)
-    return out
-
-
-def insertion_table(
-    score: Score | Agent,
-    states: ArrayLike,
-    maps: ArrayLike,
-    *,
-    actions: ArrayLike | None = None,
-    step: int = STEP,
-    segments: Sequence[ArrayLike] | None = None,
-    seed: int = 0,
-    bounds: tuple[float, float] | None = None,
-    batch_size: int = _BATCH,
-    layout: str | None = None,
-) -> pd.DataFrame:
-    """:func:`insertion` for many states: one row per state, ``state`` (its index), ``action`` and the four AUCs.
-
-    State i uses ``seed + i``, ``actions[i]`` (default: each state's highest-scoring action) and
-    ``segments[i]`` when given.
-    """
-    pd = require("pandas", purpose="insertion tables")
-    xs, ms = np.asarray(states), np.asarray(maps)
-    if len(xs) != len(ms):
-        raise InvalidArgument(f"`states` and `maps` must have one entry each, received {len(xs)} and {len(ms)}")
-    acts = None if actions is None else np.asarray(actions).ravel()
-    for name, given in (("actions", acts), ("segments", segments)):
-        if given is not None and len(given) != len(xs):
-            raise InvalidArgument(f"`{name}` must have one entry per state ({len(xs)}), received {len(given)}")
-    fn = _scoring(score)
-    rows = []
-    for i, (x, m) in enumerate(zip(xs, ms, strict=True)):
-        row = insertion(
-            fn,
-            x,
-            m,
-            action=None if acts is None else int(acts[i]),
-            step=step,
-            segments=None if segments is None else segments[i],
-            seed=seed + i,
-            bounds=bounds,
-            batch_size=batch_size,
-            layout=layout,
-        )
-        rows.append({"state": i, **row})
-    return pd.DataFrame(rows, columns=["state", "action", *INSERTION_COLUMNS])
-
-
-# -- state selection -------------------------------------------------------------------------------------
-def importance(q_values: ArrayLike) -> NDArray[np.float64]:
-    """HIGHLIGHTS' state importance (Amir and Amir 2018): ``max_a q(s, a) - min_a q(s, a)`` per state.
-
-    Example:
-        >>> importance([[1.0, 3.0, 2.0], [0.5, 0.5, 0.6]]).round(2).tolist()
-        [2.0, 0.1]
-    """
-    q = np.asarray(q_values, dtype=np.float64)
-    if q.ndim != 2 or q.shape[1] < 2:
-        raise InvalidArgument(f"`q_values` must have shape (states, actions >= 2), received {q.shape}")
-    return q.max(axis=1) - q.min(axis=1)
-
-
-def _features(features: ArrayLike, n: int | None = None) -> NDArray[np.float64]:
-    f = np.asarray(features, dtype=np.float64)
-    if f.ndim < 2 or len(f) < 2:
-        raise InvalidArgument(f"`features` must hold at least two states, one row each, received shape {f.shape}")
-    if n is not None and len(f) != n:
-        raise InvalidArgument(f"`features` must have one row per state ({n}), received {len(f)}")
-    return f.reshape(len(f), -1)
-
-
-def _distances(f: NDArray[np.float64]) -> NDArray[np.float64]:
-    distance = require("scipy.spatial.distance", purpose="HIGHLIGHTS-DIV")
-    return np.asarray(distance.squareform(distance.pdist(f, "euclidean")), dtype=np.float64)
-
-
-def diversity_threshold(features: ArrayLike, percentile: float) -> float:
-    """Footnote 6's n-percentile of the states' pairwise Euclidean distances: n/100 of the way from min to max.
-
-    ``features`` holds one row per state (any trailing shape, flattened).
-
-    This is not the usual percentile of the distribution (``np.percentile``): it depends on the two extremes.
-
-    Example:
-        >>> round(diversity_threshold([[0.0], [1.0], [3.0], [10.0]], 30), 12)  # distances 1 ... 10
-        3.7
-    """
-    p = _check.number("percentile", percentile)
-    if not 0 <= p <= 100:
-        raise InvalidArgument(f"`percentile` must be in [0, 100], received {percentile!r}")
-    d = _distances(_features(features))
-    pairs = d[np.triu_indices(len(d), 1)]
-    low, high = float(pairs.min()), float(pairs.max())
-    return low + p / 100.0 * (high - low)
-
-
-def highlights_div(
-    importance: ArrayLike, features: ArrayLike, k: int = 10, threshold: float = 30.0
-) -> NDArray[np.int64]:
-    """HIGHLIGHTS-DIV (Amir and Amir 2018): important states, each far enough from those already chosen.
-
-    States are visited by decreasing importance (ties in stream order); a state joins the summary when its
-    Euclidean distance to every state already in it exceeds the diversity threshold, until ``k`` are chosen.
-    The threshold is :func:`diversity_threshold` at the percentile ``threshold`` (footnote 6; 30 did best in
-    the paper). A high threshold may leave fewer than ``k`` states. ``features`` are what the distance compares:
-    the flattened observations or the network's features (a hidden layer's activations).
-
-    Returns:
-        The indices of the chosen states, in the order they were chosen (decreasing importance).
-
-    Example:
-        >>> imp = [5.0, 4.9, 1.0, 3.0]
-        >>> pts = [[0.0, 0.0], [0.1, 0.0], [10.0, 0.0], [5.0, 5.0]]  # state 1 sits next to state 0
-        >>> highlights_div(imp, pts, k=3).tolist()
-        [0, 3, 2]
-    """
-    imp = np.asarray(importance, dtype=np.float64).ravel()
-    f = _features(features, len(imp))
-    k = _check.integer("k", k, minimum=1)
-    limit = diversity_threshold(f, threshold)
-    d = _distances(f)
-    chosen: list[int] = []
-    for i in np.argsort(-imp, kind="stable"):
-        if all(d[i, j] > limit for j in chosen):
-            chosen.append(int(i))
-            if len(chosen) == k:
-                break
-    return np.asarray(chosen, dtype=np.int64)
-
-
-def random_subsets(n_states: int, k: int, count: int, seed: int = 0) -> NDArray[np.int64]:
-    """``count`` random subsets of ``k`` distinct states out of ``n_states``, each sorted; shape (count, k).
-
-    Drawn from ``np.random.default_rng(seed)``, one subset after the other.
-
-    Example:
-        >>> random_subsets(1000, 10, 3, seed=0).shape
-        (3, 10)
-    """
-    n = _check.integer("n_states", n_states, minimum=1)
-    k = _check.integer("k", k, minimum=1)
-    count = _check.integer("count", count, minimum=1)
-    if k > n:
-        raise InvalidArgument(f"`k` must be <= {n} (the number of states), received {k}")
-    rng = np.random.default_rng(_check.integer("seed", seed, minimum=0))
-    return np.stack([np.sort(rng.choice(n, size=k, replace=False)) for _ in range(count)]).astype(np.int64)
 
 
 # -- parameter search ------------------------------------------------------------------------------------

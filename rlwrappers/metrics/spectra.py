@@ -4,7 +4,7 @@ From *Assessing Reinforcement Learning Policies via Natural Corruptions at the E
 Section 2.1 (the 2-D DFT of a state) and Section 5 (the total energy E(f) of the basis functions whose
 maximum spatial frequency is f, clean against perturbed, Figures 4 and 5).
 
-Every function takes observations of any layout of :mod:`rlwrappers.images` (``"hw"``, ``"hwc"``, ``"chw"``,
+Every function takes observations of any layout of :mod:`rlwrappers.functional.images` (``"hw"``, ``"hwc"``, ``"chw"``,
 with any leading batch axes), uint8 or float, and works on their frames:
 
 - a grayscale frame is used as it is, in its own units (uint8 values stay 0..255, no rescaling);
@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rlwrappers.error import InvalidArgument, InvalidType
-from rlwrappers.images import batch_layout, frames, is_rgb
+from rlwrappers.functional.images import batch_layout, frames, is_rgb
 
 __all__ = [
     "LUMINANCE",
@@ -52,7 +52,7 @@ LUMINANCE: Final = (0.299, 0.587, 0.114)
 def _frames(x: ArrayLike, layout: str | None) -> tuple[NDArray[np.float64], tuple[int, ...]]:
     """The frames of ``x`` as float64 (M, H, W), RGB reduced to luminance, and the leading shape of the results.
 
-    With ``layout=None`` the layout is inferred by :func:`rlwrappers.images.batch_layout`.
+    With ``layout=None`` the layout is inferred by :func:`rlwrappers.functional.images.batch_layout`.
     """
     a = np.asarray(x)
     if a.dtype.kind not in "biuf":
@@ -77,8 +77,9 @@ def spectrum(x: ArrayLike, layout: str | None = None) -> NDArray[np.complex128]:
 
     Args:
         x: observations of any layout, with any leading batch axes; RGB frames are taken as their luminance.
-        layout: ``"hw"``, ``"hwc"`` or ``"chw"``; inferred when None (:func:`rlwrappers.images.batch_layout`),
-            so pass it for a batch of at most four grayscale frames ((3, H, W) would read as one RGB frame).
+        layout: ``"hw"``, ``"hwc"`` or ``"chw"``; inferred when None
+            (:func:`rlwrappers.functional.images.batch_layout`), so pass it for a batch of at most four grayscale
+            frames ((3, H, W) would read as one RGB frame).
 
     Returns:
         Complex, shape ``leading + (H, W)``: the batch axes, a stack's channel axis, then the frequencies, in

@@ -174,6 +174,7 @@ class _InnerCall:
 
 
 def _rng_state(env: gym.Env[Any, Any]) -> Any:
+    # Gymnasium's private `_np_random`: its public `np_random` would seed a generator where there is none.
     rng = getattr(env.unwrapped, "_np_random", None)
     return None if rng is None else copy.deepcopy(rng.bit_generator.state)
 

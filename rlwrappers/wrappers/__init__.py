@@ -1,4 +1,10 @@
-"""The perturbation wrappers, grouped by the channel they change."""
+"""Everything that wraps an env, grouped by the channel it changes.
+
+The named wrappers of single envs (one perturbation each, on the layer of :mod:`rlwrappers.core`) are imported
+here; the wrappers of other kinds of env load with their extras: :mod:`~rlwrappers.wrappers.multiagent`
+(PettingZoo), :mod:`~rlwrappers.wrappers.vector` (Gymnasium vector envs), :mod:`~rlwrappers.wrappers.sb3`
+(SB3 ``VecEnv``) and :mod:`~rlwrappers.wrappers.atari` (SB3's Atari preprocessing, lives as episodes).
+"""
 
 from rlwrappers.wrappers.action import ActionNoise, ActionNoisePerturbation, StickyAction, StickyActionPerturbation
 from rlwrappers.wrappers.adversarial import (
@@ -31,6 +37,8 @@ from rlwrappers.wrappers.state import (
     DynamicsShiftPerturbation,
     InitialStateNoise,
     InitialStateNoisePerturbation,
+    Intervene,
+    InterventionPerturbation,
 )
 
 __all__ = [
@@ -68,6 +76,8 @@ __all__ = [
     "InitialStateNoisePerturbation",
     "DynamicsShift",
     "DynamicsShiftPerturbation",
+    "Intervene",
+    "InterventionPerturbation",
     # policy
     "ParameterNoise",
     "ParameterNoisePerturbation",

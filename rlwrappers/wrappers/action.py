@@ -9,9 +9,10 @@ import gymnasium as gym
 import numpy as np
 from typing_extensions import override
 
-from rlwrappers import _check, transforms
+from rlwrappers import _check
 from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
 from rlwrappers.error import IncompatibleSpace, InvalidType
+from rlwrappers.functional import noise
 from rlwrappers.schedule import Schedule
 from rlwrappers.wrappers.observation import check_scale_shape
 
@@ -95,12 +96,12 @@ class ActionNoisePerturbation(Perturbation):
         executed = _as_action(action, space)
         replaced = False
         if self.p > 0.0:
-            batch, mask = transforms.replace_random(
+            batch, mask = noise.replace_random(
                 executed[np.newaxis], self.p, self._low, self._high, rng, per_element=self.per_element
             )
             executed, replaced = batch[0, ...], bool(mask.any())  # [0, ...] keeps a 0-d action an array
         if isinstance(space, gym.spaces.Box) and self.std != 0.0:
-            executed = transforms.add_noise(executed, self._std, "gaussian", rng, self._low, self._high)
+            executed = noise.add_noise(executed, self._std, "gaussian", rng, self._low, self._high)
         return _native(executed, space), {"executed": executed.copy(), "replaced": replaced}
 
 
@@ -177,7 +178,7 @@ class StickyActionPerturbation(Perturbation):
     def action(self, action: Any, previous: Any, rng: np.random.Generator) -> tuple[Any, Record]:
         if previous is None:
             return action, {"executed": action, "stuck": False}
-        _, self._remaining, stuck = transforms.sticky(
+        _, self._remaining, stuck = noise.sticky(
             np.asarray(action), np.asarray(previous), self._remaining, self.p, self._range, rng
         )
         chosen = previous if bool(stuck) else action
@@ -191,7 +192,7 @@ class StickyActionPerturbation(Perturbation):
 class StickyAction(SingleLayer):
     """Sticky actions with probability ``p`` and a repetition ``duration``; see :class:`StickyActionPerturbation`.
 
-    No vector version: wrap each sub-env, or use :func:`rlwrappers.transforms.sticky` on batches.
+    No vector version: wrap each sub-env, or use :func:`rlwrappers.functional.noise.sticky` on batches.
 
     Example:
         >>> import gymnasium as gym, rlwrappers as rw

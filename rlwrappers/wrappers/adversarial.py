@@ -4,15 +4,16 @@ An attack perturbs each observation so that the agent's network moves away from 
 on the clean one (untargeted; seed 001 Section 5.1 and Appendix C.1 attack Atari agents with FGSM, seed 004
 compares natural corruptions with Carlini-Wagner). It needs the agent: pass ``agent=`` to the wrapper, or
 attach it with :func:`rlwrappers.attach` (the evaluation runner does this). Units, bounds and the uint8
-re-quantization are those of :mod:`rlwrappers.attacks`: image spaces in [0, 1] pixel scale, other Box
-spaces in their own units.
+re-quantization are those of :class:`Domain` and :mod:`rlwrappers.functional.attacks`: image spaces in [0, 1]
+pixel scale, other Box spaces in their own units.
 
 **Where to attack.** This wrapper attacks the observation at its place in the env's wrapper stack. That is
 exactly what the network sees only when everything between this place and the network is inside the env:
 put the Atari preprocessing and the frame stack *inside* (``FrameStackObservation`` under the attack). An
 agent whose frames are stacked outside the env, by a vector env (SB3's ``VecFrameStack``), sees a stack of
 four observations each attacked separately against a single-frame input the network never sees; attack
-those at the vector level with :class:`rlwrappers.vector.Attack` or :class:`rlwrappers.sb3.AttackVecEnv`.
+those at the vector level with :class:`rlwrappers.wrappers.vector.Attack` or
+:class:`rlwrappers.wrappers.sb3.AttackVecEnv`.
 
 **What the log holds.** An attack's record describes a decision, so it is reported with the ``step`` call
 that acts on the attacked observation (the step row of a :class:`rlwrappers.Recorder` log): ``clean_action``
@@ -35,11 +36,13 @@ import numpy as np
 from numpy.typing import NDArray
 from typing_extensions import override
 
-from rlwrappers import _check, attacks
+from rlwrappers import _check
 from rlwrappers._optional import require
 from rlwrappers.agents import Agent, adapt
 from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, NotDifferentiable
+from rlwrappers.functional import attacks
+from rlwrappers.functional.attacks import PIXEL_SCALE
 from rlwrappers.schedule import Schedule
 
 if TYPE_CHECKING:
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AttackPerturbation",
+    "Domain",
     "AttackResult",
     "CarliniWagner",
     "CarliniWagnerPerturbation",
@@ -55,6 +59,77 @@ __all__ = [
     "PGD",
     "PGDPerturbation",
 ]
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Where an observation space is attacked: its scale, its bounds in attack units, and its re-quantization.
+
+    Attributes:
+        scale: observation units per attack unit (255 for images, 1 otherwise).
+        low: the space's lower bounds in attack units (float32, the observation's shape).
+        high: the upper bounds.
+        integer: whether observations are re-quantized to whole levels.
+        dtype: the observation dtype.
+    """
+
+    scale: float
+    low: NDArray[np.float32]
+    high: NDArray[np.float32]
+    integer: bool
+    dtype: np.dtype[Any]
+
+    @classmethod
+    def of(cls, space: gym.Space[Any], quantize: bool = True) -> Domain:
+        """The domain of a Box space; raises :class:`IncompatibleSpace` for any other space.
+
+        With ``quantize=False`` an integer space's observations are delivered as float32, unrounded (see
+        :meth:`observation_space`).
+        """
+        if not isinstance(space, gym.spaces.Box):
+            raise IncompatibleSpace(f"gradient attacks need a Box observation space, received {space}")
+        integer = space.dtype.kind in "iub"
+        pixels = space.dtype == np.uint8 and bool(np.all(space.low == 0)) and bool(np.all(space.high == 255))
+        scale = PIXEL_SCALE if pixels else 1.0
+        low = (space.low.astype(np.float64) / scale).astype(np.float32)
+        high = (space.high.astype(np.float64) / scale).astype(np.float32)
+        dtype = np.dtype(space.dtype) if quantize or not integer else np.dtype(np.float32)
+        return cls(scale, low, high, integer and quantize, dtype)
+
+    def observation_space(self, space: gym.spaces.Box) -> gym.spaces.Box:
+        """The space of delivered observations: ``space``, or its float32 twin for an unrounded integer space."""
+        if space.dtype == self.dtype:
+            return space
+        return gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
+
+    @property
+    def pixels(self) -> bool:
+        """Whether this is an image space attacked in [0, 1] pixel scale."""
+        return self.scale == PIXEL_SCALE
+
+    @property
+    def quantum(self) -> float:
+        """The smallest change an observation can hold, in attack units (0 for float spaces)."""
+        return 1.0 / self.scale if self.integer else 0.0
+
+    def to_attack(self, obs: NDArray[Any]) -> torch.Tensor:
+        """A batch of observations as a float32 tensor in attack units."""
+        torch = require("torch", purpose="gradient attacks")
+        x = torch.as_tensor(np.asarray(obs), dtype=torch.float32)
+        return x / self.scale if self.scale != 1.0 else x
+
+    def to_observation(self, z: torch.Tensor) -> NDArray[Any]:
+        """A batch in attack units back to observations: scaled, rounded if integer, inside the bounds."""
+        x = z.detach().numpy().astype(np.float64) * self.scale
+        if self.integer:
+            x = np.rint(x)
+        np.clip(x, self.low.astype(np.float64) * self.scale, self.high.astype(np.float64) * self.scale, out=x)
+        return x.astype(self.dtype)
+
+    def bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The bounds as tensors that broadcast against a batch of observations."""
+        torch = require("torch")
+        return torch.from_numpy(self.low), torch.from_numpy(self.high)
 
 
 @dataclass(frozen=True)
@@ -94,7 +169,7 @@ class AttackPerturbation(Perturbation):
         if not isinstance(self.quantize, bool):
             raise InvalidArgument(f"`quantize` must be a bool, received {self.quantize!r}")
         self._agent: Agent | None = None
-        self._domain: attacks.Domain | None = None
+        self._domain: Domain | None = None
         self._observation_space: gym.Space[Any] | None = None
         self._action_space: gym.Space[Any] | None = None
 
@@ -106,7 +181,7 @@ class AttackPerturbation(Perturbation):
     def bind_spaces(self, observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
         """Checks the spaces of one observation and one action, and sets the attack's domain."""
         try:
-            self._domain = attacks.Domain.of(observation_space, self.quantize)
+            self._domain = Domain.of(observation_space, self.quantize)
         except IncompatibleSpace as exc:
             raise IncompatibleSpace(f"{self.name}: {exc}") from None
         if not self.continuous and not isinstance(action_space, gym.spaces.Discrete):
@@ -121,7 +196,7 @@ class AttackPerturbation(Perturbation):
         if self._agent is not None:
             self._check_agent(self._agent)
 
-    def _warn_if_erased(self, domain: attacks.Domain) -> None:
+    def _warn_if_erased(self, domain: Domain) -> None:
         """Warns when the re-quantization of an integer space erases every perturbation this attack can make."""
 
     @override
@@ -175,7 +250,7 @@ class AttackPerturbation(Perturbation):
         return self._agent
 
     @property
-    def domain(self) -> attacks.Domain:
+    def domain(self) -> Domain:
         """The attack's units and bounds (set by binding)."""
         assert self._domain is not None, "bind() comes first"
         return self._domain
@@ -221,7 +296,7 @@ class AttackPerturbation(Perturbation):
         return {**record, "action": taken, "flipped": taken != record["clean_action"] if discrete else None}
 
 
-def _warn_below_quantum(name: str, eps: float, domain: attacks.Domain) -> None:
+def _warn_below_quantum(name: str, eps: float, domain: Domain) -> None:
     if domain.integer and 0.0 < eps < domain.quantum / 2:
         grey = " grey level" if domain.pixels else ""
         warnings.warn(
@@ -255,7 +330,7 @@ class FGSMPerturbation(AttackPerturbation):
         super().__post_init__()
 
     @override
-    def _warn_if_erased(self, domain: attacks.Domain) -> None:
+    def _warn_if_erased(self, domain: Domain) -> None:
         _warn_below_quantum(self.name, self.eps, domain)
 
     @override
@@ -310,7 +385,7 @@ class PGDPerturbation(AttackPerturbation):
         super().bind_spaces(observation_space, action_space)
 
     @override
-    def _warn_if_erased(self, domain: attacks.Domain) -> None:
+    def _warn_if_erased(self, domain: Domain) -> None:
         _warn_below_quantum(self.name, self.eps, domain)
 
     @override
@@ -336,7 +411,7 @@ class CarliniWagnerPerturbation(AttackPerturbation):
     """The Carlini-Wagner L2 attack on every observation (Carlini & Wagner 2017; seed 004 Table 1).
 
     The closest observation (in L2) found in ``steps`` Adam steps that changes the agent's greedy action, or
-    the clean observation when none does; see :func:`rlwrappers.attacks.carlini_wagner` for how it differs
+    the clean observation when none does; see :func:`rlwrappers.functional.attacks.carlini_wagner` for how it differs
     from torchattacks' ``CW``.
 
     Args:
@@ -374,7 +449,7 @@ class FGSM(SingleLayer):
     """FGSM on the agent's observations; see :class:`FGSMPerturbation` and :mod:`rlwrappers.wrappers.adversarial`.
 
     The vector-level versions, which attack the stacked batch a vector env gives the network, are
-    :class:`rlwrappers.vector.Attack` and :class:`rlwrappers.sb3.AttackVecEnv`.
+    :class:`rlwrappers.wrappers.vector.Attack` and :class:`rlwrappers.wrappers.sb3.AttackVecEnv`.
 
     Example:
         >>> import gymnasium as gym, torch, rlwrappers as rw

@@ -3,8 +3,8 @@
 The six components of the natural perturbation framework of Korkmaz (2023), *Assessing Reinforcement Learning
 Policies via Natural Corruptions at the Edge of Imperceptibility* (Section 3, Table 1). Each corrupts every
 image observation the same way, with no randomness: a change of the environment or of the agent's camera.
-The transforms are the pure batched functions of :mod:`rlwrappers.corruptions` (the vector version: apply them
-to a batch of observations), prepared once per wrapper for the observation's shape and layout.
+The transforms are the pure batched functions of :mod:`rlwrappers.functional.corruptions` (the vector version:
+apply them to a batch of observations), prepared once per wrapper for the observation's shape and layout.
 
 Where to wrap: around the raw ALE env, before any Atari preprocessing (the default and recommended place, a
 change of the scene or camera), or after preprocessing and frame stacking (a change of the network's input).
@@ -21,10 +21,11 @@ import numpy as np
 from numpy.typing import NDArray
 from typing_extensions import override
 
-from rlwrappers import _check, corruptions
+from rlwrappers import _check
 from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
 from rlwrappers.error import IncompatibleSpace
-from rlwrappers.images import image_space
+from rlwrappers.functional import corruptions
+from rlwrappers.functional.images import check_layout
 from rlwrappers.schedule import Schedule
 
 __all__ = [
@@ -40,7 +41,21 @@ __all__ = [
     "RotatePerturbation",
     "Translate",
     "TranslatePerturbation",
+    "image_space",
 ]
+
+
+def image_space(space: gym.Space[Any], who: str, layout: str | None = None) -> tuple[gym.spaces.Box, str]:
+    """The uint8 Box image space of ``space`` and its layout; raises :class:`IncompatibleSpace` otherwise.
+
+    ``who`` names the caller in the error message.
+    """
+    if not isinstance(space, gym.spaces.Box) or space.dtype != np.uint8 or len(space.shape) not in (2, 3):
+        raise IncompatibleSpace(
+            f"{who} needs an image observation space (a uint8 Box of shape (H, W), (H, W, C) or (C, H, W)),"
+            f" received {space}"
+        )
+    return space, check_layout(layout, space.shape)
 
 
 class _Corruption(Perturbation):
@@ -70,7 +85,7 @@ class BrightnessContrastPerturbation(_Corruption):
 
     Seed 004's equation (4) (Korkmaz 2023), rounded to the nearest grey level and saturated (never the
     absolute value). Table 1 uses ``[alpha, beta]`` = [1.2, 40], [0.9, 20], [1.7, 40], [2.4, -275] and
-    [2.4, -260]. Vector version: :func:`rlwrappers.corruptions.brightness_contrast`.
+    [2.4, -260]. Vector version: :func:`rlwrappers.functional.corruptions.brightness_contrast`.
 
     Args:
         alpha: the contrast gain (1 keeps it).
@@ -92,7 +107,7 @@ class BrightnessContrastPerturbation(_Corruption):
 
     @override
     def _kernel(self, image: tuple[int, ...], layout: str) -> corruptions.Kernel:
-        return corruptions._brightness_contrast(self.alpha, self.beta)
+        return corruptions.brightness_contrast_kernel(self.alpha, self.beta)
 
 
 @dataclass(kw_only=True)
@@ -100,7 +115,7 @@ class MedianBlurPerturbation(_Corruption):
     """Blurs every frame with a ``k`` x ``k`` median filter (seed 004's blurring; Korkmaz 2023).
 
     Each channel of each frame; borders replicate the edge pixels. Table 1 uses ``k`` = 3 and 5. Vector
-    version: :func:`rlwrappers.corruptions.median_blur`.
+    version: :func:`rlwrappers.functional.corruptions.median_blur`.
 
     Args:
         k: the kernel size in pixels, odd and >= 1 (1 keeps the frame).
@@ -119,7 +134,7 @@ class MedianBlurPerturbation(_Corruption):
 
     @override
     def _kernel(self, image: tuple[int, ...], layout: str) -> corruptions.Kernel:
-        return corruptions._median_blur(image, layout, self.k)
+        return corruptions.median_blur_kernel(image, layout, self.k)
 
 
 @dataclass(kw_only=True)
@@ -127,7 +142,7 @@ class RotatePerturbation(_Corruption):
     """Rotates every frame about its centre by ``degrees`` (seed 004's rotation; Korkmaz 2023).
 
     Bilinear, black where nothing maps; positive angles turn the content counter-clockwise as displayed.
-    Table 1 uses 1.4 to 5 degrees. Vector version: :func:`rlwrappers.corruptions.rotate`.
+    Table 1 uses 1.4 to 5 degrees. Vector version: :func:`rlwrappers.functional.corruptions.rotate`.
 
     Args:
         degrees: the angle in degrees (0 keeps the frame).
@@ -146,7 +161,7 @@ class RotatePerturbation(_Corruption):
 
     @override
     def _kernel(self, image: tuple[int, ...], layout: str) -> corruptions.Kernel:
-        return corruptions._rotate(image, layout, self.degrees)
+        return corruptions.rotate_kernel(image, layout, self.degrees)
 
 
 @dataclass(kw_only=True)
@@ -155,7 +170,7 @@ class TranslatePerturbation(_Corruption):
 
     Positive ``ti`` moves the content right, positive ``tj`` down; black fills what enters the frame. Table 1
     uses ``[ti, tj]`` = [1, 1], [0, 1], [2, 1], [1, 2] and [2, 2]. Vector version:
-    :func:`rlwrappers.corruptions.translate`.
+    :func:`rlwrappers.functional.corruptions.translate`.
 
     Args:
         ti: the shift along x (columns), in whole pixels.
@@ -177,7 +192,7 @@ class TranslatePerturbation(_Corruption):
 
     @override
     def _kernel(self, image: tuple[int, ...], layout: str) -> corruptions.Kernel:
-        return corruptions._translate(image, layout, self.ti, self.tj)
+        return corruptions.translate_kernel(image, layout, self.ti, self.tj)
 
 
 @dataclass(kw_only=True)
@@ -186,9 +201,10 @@ class PerspectivePerturbation(_Corruption):
 
     Seed 004's perspective transformation: the corners of every frame move by ``norm * directions[k]``, so
     ``norm`` is the largest corner displacement (Table 1 uses 1 to 3 pixels). Without ``directions`` they are
-    drawn once from ``np.random.default_rng(seed)`` with :func:`rlwrappers.corruptions.perspective_directions`:
-    the same camera distortion in every episode and every run. Vector version:
-    :func:`rlwrappers.corruptions.perspective`.
+    drawn once from ``np.random.default_rng(seed)`` with
+    :func:`rlwrappers.functional.corruptions.perspective_directions`: the same camera distortion in every episode
+    and every run. Vector version:
+    :func:`rlwrappers.functional.corruptions.perspective`.
 
     Args:
         norm: the largest corner displacement in pixels, >= 0 (0 keeps the frame).
@@ -222,7 +238,7 @@ class PerspectivePerturbation(_Corruption):
 
     @override
     def _kernel(self, image: tuple[int, ...], layout: str) -> corruptions.Kernel:
-        return corruptions._perspective(image, layout, self.norm, self.corner_directions())
+        return corruptions.perspective_kernel(image, layout, self.norm, self.corner_directions())
 
 
 @dataclass(kw_only=True)
@@ -230,7 +246,7 @@ class JPEGPerturbation(_Corruption):
     """Adds JPEG compression artifacts: every frame is encoded at ``quality`` and decoded (Korkmaz 2023).
 
     Seed 004's compression artifacts, per RGB or grayscale frame; Table 1 does not list the quality used. JPEG
-    has no identity: ``quality=100`` is the mildest. Vector version: :func:`rlwrappers.corruptions.jpeg`.
+    has no identity: ``quality=100`` is the mildest. Vector version: :func:`rlwrappers.functional.corruptions.jpeg`.
 
     Args:
         quality: the JPEG quality, an integer in [1, 100] (lower: stronger artifacts).
@@ -249,7 +265,7 @@ class JPEGPerturbation(_Corruption):
 
     @override
     def _kernel(self, image: tuple[int, ...], layout: str) -> corruptions.Kernel:
-        return corruptions._jpeg(image, layout, self.quality)
+        return corruptions.jpeg_kernel(image, layout, self.quality)
 
 
 # -- the named wrappers -------------------------------------------------------------------------------------
@@ -261,7 +277,7 @@ class BrightnessContrast(SingleLayer):
 
     ``s * alpha + beta`` on every pixel, saturated to [0, 255]; see :class:`BrightnessContrastPerturbation`.
     Any uint8 image space with bounds [0, 255]. No vector version: wrap each sub-env, or use
-    :func:`rlwrappers.corruptions.brightness_contrast` on batches.
+    :func:`rlwrappers.functional.corruptions.brightness_contrast` on batches.
 
     Example:
         >>> import gymnasium as gym, numpy as np
@@ -293,7 +309,7 @@ class MedianBlur(SingleLayer):
     """Median-blurs every image observation with a ``k`` x ``k`` kernel (Korkmaz 2023, blurring).
 
     See :class:`MedianBlurPerturbation`. Any uint8 image space with bounds [0, 255]. No vector version: wrap
-    each sub-env, or use :func:`rlwrappers.corruptions.median_blur` on batches.
+    each sub-env, or use :func:`rlwrappers.functional.corruptions.median_blur` on batches.
 
     Example:
         >>> import gymnasium as gym, numpy as np
@@ -323,7 +339,7 @@ class Rotate(SingleLayer):
     """Rotates every image observation about its centre by ``degrees`` (Korkmaz 2023, rotation).
 
     Bilinear, black outside; see :class:`RotatePerturbation`. Any uint8 image space with bounds [0, 255]. No
-    vector version: wrap each sub-env, or use :func:`rlwrappers.corruptions.rotate` on batches.
+    vector version: wrap each sub-env, or use :func:`rlwrappers.functional.corruptions.rotate` on batches.
 
     Example:
         >>> import gymnasium as gym, numpy as np
@@ -353,7 +369,8 @@ class Translate(SingleLayer):
     """Shifts every image observation by ``ti`` pixels along x and ``tj`` along y (Korkmaz 2023, shifting).
 
     Black fills what enters the frame; see :class:`TranslatePerturbation`. Any uint8 image space with bounds
-    [0, 255]. No vector version: wrap each sub-env, or use :func:`rlwrappers.corruptions.translate` on batches.
+    [0, 255]. No vector version: wrap each sub-env, or use :func:`rlwrappers.functional.corruptions.translate`
+    on batches.
 
     Example:
         >>> import gymnasium as gym, numpy as np
@@ -385,7 +402,7 @@ class Perspective(SingleLayer):
 
     The frame's corners move by at most ``norm`` pixels, along ``directions`` or along directions drawn once
     from ``seed``; see :class:`PerspectivePerturbation`. Any uint8 image space with bounds [0, 255]. No vector
-    version: wrap each sub-env, or use :func:`rlwrappers.corruptions.perspective` on batches.
+    version: wrap each sub-env, or use :func:`rlwrappers.functional.corruptions.perspective` on batches.
 
     Example:
         >>> import gymnasium as gym, numpy as np
@@ -419,7 +436,7 @@ class JPEG(SingleLayer):
 
     Each RGB or grayscale frame is encoded at ``quality`` and decoded; see :class:`JPEGPerturbation`. Any uint8
     image space with bounds [0, 255]. No vector version: wrap each sub-env, or use
-    :func:`rlwrappers.corruptions.jpeg` on batches.
+    :func:`rlwrappers.functional.corruptions.jpeg` on batches.
 
     Example:
         >>> import gymnasium as gym, numpy as np

@@ -9,9 +9,10 @@ import gymnasium as gym
 import numpy as np
 from typing_extensions import override
 
-from rlwrappers import _check, transforms
+from rlwrappers import _check
 from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType
+from rlwrappers.functional import noise
 from rlwrappers.schedule import Schedule
 
 __all__ = ["ObservationNoise", "ObservationNoisePerturbation"]
@@ -39,7 +40,7 @@ class ObservationNoisePerturbation(Perturbation):
     """Adds zero-mean noise to every observation (observation noise; Flageat et al. 2023).
 
     The noise is in the observation's own units; on integer spaces such as uint8 images it is rounded to whole
-    levels. A vector version is :func:`rlwrappers.transforms.add_noise`, which takes batches.
+    levels. A vector version is :func:`rlwrappers.functional.noise.add_noise`, which takes batches.
 
     Args:
         std: the noise's standard deviation: a number, or one per observation dimension.
@@ -57,7 +58,7 @@ class ObservationNoisePerturbation(Perturbation):
 
     def __post_init__(self) -> None:
         self.std = _check.scale("std", self.std)
-        self.dist = _check.choice("dist", self.dist, transforms.DISTRIBUTIONS)
+        self.dist = _check.choice("dist", self.dist, noise.DISTRIBUTIONS)
         if not isinstance(self.clip, bool):
             raise InvalidType(f"`clip` must be a bool, received {self.clip!r}")
 
@@ -67,10 +68,10 @@ class ObservationNoisePerturbation(Perturbation):
         check_scale_shape("std", self.std, box.shape)
         self._low: Any
         self._high: Any
-        self._low, self._high = transforms.tight_bounds(box.low, box.high) if self.clip else (None, None)
+        self._low, self._high = noise.tight_bounds(box.low, box.high) if self.clip else (None, None)
         self._std = np.asarray(self.std, dtype=np.float64)
-        integer = box.dtype.kind in "iub" and isinstance(self.std, float) and transforms.TableNoise.covers(self.std)
-        self._table = transforms.TableNoise(self.std, self.dist) if integer else None  # type: ignore[arg-type]
+        integer = box.dtype.kind in "iub" and isinstance(self.std, float) and noise.TableNoise.covers(self.std)
+        self._table = noise.TableNoise(self.std, self.dist) if integer else None  # type: ignore[arg-type]
 
     @override
     def observation_space(self, space: gym.Space[Any]) -> gym.Space[Any]:
@@ -88,7 +89,7 @@ class ObservationNoisePerturbation(Perturbation):
     def observation(self, obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
         if self._table is not None:
             return self._table.add(np.asarray(obs), rng, self._low, self._high), {}
-        return transforms.add_noise(obs, self._std, self.dist, rng, self._low, self._high), {}
+        return noise.add_noise(obs, self._std, self.dist, rng, self._low, self._high), {}
 
 
 @register_wrapper("obs_noise")
@@ -96,7 +97,7 @@ class ObservationNoise(SingleLayer):
     """Adds zero-mean noise to every observation (observation noise; Flageat et al. 2023).
 
     Any Box space, including uint8 images; see :class:`ObservationNoisePerturbation` for the details. No
-    vector version: wrap each sub-env, or use :func:`rlwrappers.transforms.add_noise` on batches.
+    vector version: wrap each sub-env, or use :func:`rlwrappers.functional.noise.add_noise` on batches.
 
     Example:
         >>> import gymnasium as gym, rlwrappers as rw

@@ -9,8 +9,9 @@ import gymnasium as gym
 import numpy as np
 from typing_extensions import override
 
-from rlwrappers import _check, transforms
+from rlwrappers import _check
 from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
+from rlwrappers.functional import noise
 from rlwrappers.schedule import Schedule
 
 __all__ = ["RewardNoise", "RewardNoisePerturbation"]
@@ -36,11 +37,11 @@ class RewardNoisePerturbation(Perturbation):
 
     def __post_init__(self) -> None:
         self.std = _check.nonnegative("std", self.std)
-        self.dist = _check.choice("dist", self.dist, transforms.DISTRIBUTIONS)
+        self.dist = _check.choice("dist", self.dist, noise.DISTRIBUTIONS)
 
     @override
     def reward(self, reward: float, rng: np.random.Generator) -> tuple[float, Record]:
-        delta = transforms.scalar_noise(self.std, self.dist, rng)
+        delta = noise.scalar_noise(self.std, self.dist, rng)
         return reward + delta, {"noise": delta}
 
 
@@ -48,7 +49,7 @@ class RewardNoisePerturbation(Perturbation):
 class RewardNoise(SingleLayer):
     """Adds zero-mean noise to every reward; see :class:`RewardNoisePerturbation`.
 
-    No vector version: wrap each sub-env, or use :func:`rlwrappers.transforms.noise` on batches.
+    No vector version: wrap each sub-env, or use :func:`rlwrappers.functional.noise.noise` on batches.
 
     Example:
         >>> import gymnasium as gym, rlwrappers as rw

@@ -1,8 +1,13 @@
-"""State perturbations: noisy initial states and shifted dynamics."""
+"""State perturbations: noisy initial states, shifted dynamics and interventions on the env's state.
+
+:class:`InitialStateNoise` and :class:`DynamicsShift` read and set a simulator's state vector and physical
+parameters (:mod:`rlwrappers.state.simulators`); :class:`Intervene` writes assignments into the env's state
+document (:mod:`rlwrappers.state.documents`), in the path language of :mod:`rlwrappers.state.interventions`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,10 +15,14 @@ import gymnasium as gym
 import numpy as np
 from typing_extensions import override
 
-from rlwrappers import _check, simstate, transforms
+from rlwrappers import _check
 from rlwrappers.core import Perturbation, PerturbationLayer, Record, SingleLayer, register_wrapper
+from rlwrappers.envs.toybox import interventions as catalogues
 from rlwrappers.error import InvalidArgument, InvalidType
+from rlwrappers.functional import noise
 from rlwrappers.schedule import Schedule
+from rlwrappers.state import documents, simulators
+from rlwrappers.state.interventions import GAMES, Intervention, Schema, apply, as_intervention, is_name
 from rlwrappers.wrappers.observation import check_scale_shape
 
 __all__ = [
@@ -21,14 +30,20 @@ __all__ = [
     "DynamicsShiftPerturbation",
     "InitialStateNoise",
     "InitialStateNoisePerturbation",
+    "Intervene",
+    "InterventionPerturbation",
+    "check_observations_from_state",
+    "resolve",
 ]
 
 
-def _check_nothing_changes_observations(env: gym.Env[Any, Any]) -> None:
+def check_observations_from_state(env: gym.Env[Any, Any], who: str, why: str, wrapper: str) -> None:
     """Raises if a wrapper between ``env`` and the base env changes observations.
 
-    ``init_noise`` returns the observation of the new state, computed by the base env; a wrapper below it that
-    changes observations (noise, frame stacking, normalization) would be silently bypassed.
+    A perturbation that returns the observation of a state it changed (``init_noise``, ``intervene``) computes
+    it from the base env; a wrapper below it that changes observations (noise, frame stacking, normalization)
+    would be silently bypassed. ``who`` and ``why`` say which perturbation asks and why, ``wrapper`` what to
+    wrap first.
     """
     current: Any = env
     while isinstance(current, gym.Wrapper):
@@ -43,9 +58,8 @@ def _check_nothing_changes_observations(env: gym.Env[Any, Any]) -> None:
         )
         if changes:
             raise InvalidArgument(
-                f"init_noise recomputes the observation from the env's state, so it must sit below every wrapper "
-                f"that changes observations; received an env with {type(current).__name__} below it: wrap with "
-                f"init_noise first"
+                f"{who} {why}, so it must sit below every wrapper that changes observations; received an env with "
+                f"{type(current).__name__} below it: wrap the base env with {wrapper} first"
             )
         current = inner
 
@@ -72,19 +86,21 @@ class InitialStateNoisePerturbation(Perturbation):
 
     def __post_init__(self) -> None:
         self.std = _check.scale("std", self.std)
-        self.dist = _check.choice("dist", self.dist, transforms.DISTRIBUTIONS)
+        self.dist = _check.choice("dist", self.dist, noise.DISTRIBUTIONS)
 
     @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
-        self._sim = simstate.simulator(env, purpose="init_noise")
+        self._sim = simulators.simulator(env, purpose="init_noise")
         check_scale_shape("std", self.std, (self._sim.state_size(),))
-        _check_nothing_changes_observations(env)
+        check_observations_from_state(
+            env, "init_noise", "recomputes the observation from the env's state", "init_noise"
+        )
         self._std = np.asarray(self.std, dtype=np.float64)
 
     @override
     def reset(self, env: gym.Env[Any, Any], obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
         state = self._sim.get_state()
-        delta = transforms.noise(state.shape, self._std, self.dist, rng)
+        delta = noise.noise(state.shape, self._std, self.dist, rng)
         self._sim.set_state(state + delta)
         applied = self._sim.get_state() - state
         return self._sim.observe(), {"delta": applied.tolist()}
@@ -136,7 +152,7 @@ class DynamicsShiftPerturbation(Perturbation):
     """Changes the env's physical parameters, at reset or mid-episode (a dynamics shift).
 
     ``values`` sets parameters, ``scales`` multiplies them (after ``values``). Classic-control parameters are
-    the env's constants (:data:`rlwrappers.simstate.CLASSIC_PARAMETERS`); MuJoCo parameters are the numeric
+    the env's constants (:data:`rlwrappers.state.simulators.CLASSIC_PARAMETERS`); MuJoCo parameters are the numeric
     arrays of the model (``body_mass``, ``geom_friction``, ``actuator_gear``, ``opt.gravity``, ...), set as a
     whole by a number or element-wise by a nested list. The original values come back, bit for bit, when the
     schedule switches off and at every reset.
@@ -162,7 +178,7 @@ class DynamicsShiftPerturbation(Perturbation):
 
     @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
-        self._sim = simstate.simulator(env, purpose="dynamics_shift")
+        self._sim = simulators.simulator(env, purpose="dynamics_shift")
         current = self._sim.parameters()
         for arg in ("values", "scales"):
             given = getattr(self, arg)
@@ -226,3 +242,220 @@ class DynamicsShift(SingleLayer):
             scales=dict(scales) if isinstance(scales, Mapping) else scales,
         )
         self._setup(env, perturbation, when, label)
+
+
+# -- interventions ----------------------------------------------------------------------------------------
+def resolve(
+    env: gym.Env[Any, Any], interventions: Iterable[Intervention | str | Mapping[str, Any]]
+) -> tuple[documents.StateAdapter, tuple[Intervention, ...]]:
+    """The adapter of ``env``'s state and ``interventions`` made ready for it.
+
+    Catalogue names are looked up in the env's game (Toybox envs only); one-line forms and dicts become
+    :class:`Intervention` objects; every assignment is checked against the env's state schema, so a path the
+    env's state lacks fails here, before any state is touched.
+
+    Args:
+        env: a Toybox, classic-control, MuJoCo or ALE env, wrapped or not.
+        interventions: catalogue names, one-line forms, :meth:`Intervention.to_dict` dicts or Interventions.
+
+    Raises:
+        StateNotSettable: the env's state cannot be read and written.
+        UnknownName: a name is not in the game's catalogue (with suggestions).
+        InvalidArgument: a catalogue name on an env that is not a Toybox game, an intervention for another
+            game, or a path the state lacks.
+        InvalidType: a value of the wrong type for its path.
+    """
+    state = documents.adapter(env, purpose="intervene")
+    native = state.native  # a Toybox env: checked against its game's schema
+    game = getattr(state.env, "game", None) if native else None
+    game = game if game in GAMES else None
+    schema_root = state.schema()
+    schema = None if schema_root is None else Schema.of_document(state.name, schema_root)
+    resolved = []
+    for item in interventions:
+        if isinstance(item, str) and is_name(item.strip()):
+            if game is None:
+                raise InvalidArgument(
+                    f"intervention `{item}` is a catalogue name, but {state.name} is not one of the Toybox games "
+                    f"{list(GAMES)}, whose catalogues hold names; pass the intervention itself (its one-line "
+                    f"form, such as 'path=value', or an Intervention)"
+                )
+            iv = catalogues.get(game, item.strip())
+        else:
+            iv = as_intervention(item, game)
+            if iv.game is None and game is not None:  # check it against the env's game now
+                iv = Intervention(iv.name, game, iv.doc, iv.assignments)
+        if iv.game is not None and iv.game != game and (game is not None or not native):
+            plays = f"the env plays {game}" if game is not None else f"the env is {state.name}"
+            raise InvalidArgument(f"intervention `{iv.name}` is for {iv.game}, but {plays}")
+        if schema is not None:
+            for a in iv.assignments:
+                schema.check(a)
+        resolved.append(iv)
+    return state, tuple(resolved)
+
+
+@dataclass(kw_only=True)
+class InterventionPerturbation(Perturbation):
+    """Makes interventions on an env's state whenever its schedule switches on; the env carries them.
+
+    Works on the Toybox games and, through :func:`rlwrappers.state.documents.adapter`, on classic-control, MuJoCo
+    and ALE envs. Each time the schedule switches on (at reset when it is active at time 0, or at the step it
+    names) the layer reads the state once, makes every intervention in order and writes it back once, then
+    renders the observation of the new state. Nothing is undone when the schedule switches off: the game plays on from
+    the changed state until the next reset starts a new game. The record of the call that made them is
+    ``{"active": True, "applied": [names]}``. In a layer built by :func:`rlwrappers.wrap`, the observation of
+    a mid-episode step that makes them is the one rendered before; :class:`Intervene` re-renders it.
+
+    Args:
+        interventions: catalogue names (``"drop_row_0"``, Toybox only), one-line forms (``"paddle_width=40"``,
+            ``"ram[14]=100"``) or :meth:`Intervention.to_dict` dicts, made in order.
+    """
+
+    name = "intervene"
+    channel = "state"
+
+    interventions: list[str | dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        items: Any = self.interventions
+        if isinstance(items, (str, Mapping, Intervention)):
+            items = [items]
+        if not isinstance(items, Sequence) or not items:
+            raise InvalidArgument(
+                f"`interventions` must name at least one intervention, received {self.interventions!r}"
+            )
+        out: list[str | dict[str, Any]] = []
+        for item in items:
+            if isinstance(item, Intervention):
+                out.append(item.to_dict())
+            elif isinstance(item, str):
+                if not is_name(item.strip()):
+                    Intervention.parse(item)  # a one-line form: fails now if it cannot be read
+                out.append(item.strip())
+            elif isinstance(item, Mapping):
+                out.append(Intervention.from_dict(item).to_dict())
+            else:
+                raise InvalidType(f"`interventions` items must be names, one-line forms or dicts, received {item!r}")
+        self.interventions = out
+        self._resolved: tuple[Intervention, ...] = ()
+        self._record: Record = {}
+        self._state: Any = None
+        #: Set when an intervention was made and the observation not yet re-rendered.
+        self.fresh = False
+
+    @override
+    def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
+        self._state, self._resolved = resolve(env, self.interventions)
+        check_observations_from_state(env, "intervene", "re-renders the observation of the changed state", "Intervene")
+        self._record = {"applied": [iv.name for iv in self._resolved]}
+
+    @property
+    def resolved(self) -> tuple[Intervention, ...]:
+        """The interventions it makes, once bound to an env."""
+        return self._resolved
+
+    @override
+    def activate(self, env: gym.Env[Any, Any], rng: np.random.Generator) -> Record:
+        self._state.write_state_json(apply(self._state.state_json(), self._resolved))
+        self.fresh = True
+        return dict(self._record)
+
+    @override
+    def reset(self, env: gym.Env[Any, Any], obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
+        # Called at time 0 right after activate() made the interventions: the observation must show them.
+        self.fresh = False
+        return self._state.observe(), dict(self._record)
+
+    @override
+    def deactivate(self, env: gym.Env[Any, Any]) -> None:
+        """Undoes nothing: an intervention is a change the game carries for the rest of the episode."""
+
+    def observe(self) -> Any:
+        """The observation of the env's current state."""
+        self.fresh = False
+        return self._state.observe()
+
+
+@register_wrapper("intervene")
+class Intervene(SingleLayer):
+    """Makes interventions on an env's state, at reset or at the step a schedule names.
+
+    See :class:`InterventionPerturbation`. The interventions are made once each time the schedule switches
+    on, with one read and one write of the env's state, and the env carries them for the rest of the
+    episode (what a game itself undoes, such as Breakout's paddle width after a lost ball, is listed in
+    docs/interventions.md). ``when="always"`` (the default) makes them at every reset;
+    ``when="starting(step=100)"`` at step 100 of every episode. The observation returned by the call that
+    makes them shows the changed state. Wrap the base env with it before any wrapper that changes
+    observations (frame skipping, resizing, stacking).
+
+    The env's state is a JSON document (:mod:`rlwrappers.state.documents`): a Toybox game's own, checked against the
+    game's schema; a classic-control env's state vector under names and its constants (``theta``,
+    ``length``); a MuJoCo env's ``qpos`` and ``qvel``; an ALE env's ``ram`` (128 bytes). Beyond Toybox the
+    paths and values are checked against the env's state when the wrapper is built.
+
+    No vector version: wrap each sub-env.
+
+    Args:
+        env: a Toybox, classic-control, MuJoCo or ALE env, e.g. ``gym.make("rlwrappers/ToyboxBreakout-v0")``.
+        interventions: a catalogue name (``"drop_row_0"``, Toybox only), a one-line form
+            (``"paddle_width=40"``, ``"theta=0.1"``, ``"ram[14]=100"``), an :class:`Intervention`, or a list of
+            these, made in order.
+        when: the schedule (default: always, i.e. at every reset).
+        label: names the log columns (default ``intervene``).
+
+    Raises:
+        StateNotSettable: no adapter serves the env (the message names it).
+        InvalidArgument: a path names a field or an item the env's state does not have.
+        InvalidType: a value has a kind its field cannot hold.
+
+    Example:
+        >>> import gymnasium as gym, rlwrappers.envs
+        >>> from rlwrappers.wrappers.state import Intervene
+        >>> env = Intervene(gym.make("rlwrappers/ToyboxBreakout-v0"), ["drop_row_0", "paddle_width=40"])
+        >>> obs, info = env.reset(seed=0)
+        >>> info["rlwrappers"]["intervene"]["applied"], env.unwrapped.state_json()["paddle_width"]
+        (['drop_row_0', 'paddle_width=40'], 40.0)
+        >>> cartpole = Intervene(gym.make("CartPole-v1"), "theta=0.1; length*=2")
+        >>> obs, info = cartpole.reset(seed=0)
+        >>> float(obs[2]), cartpole.unwrapped.length
+        (0.10000000149011612, 1.0)
+    """
+
+    def __init__(
+        self,
+        env: gym.Env[Any, Any],
+        interventions: str | Intervention | Mapping[str, Any] | Sequence[str | Intervention | Mapping[str, Any]],
+        *,
+        when: str | Schedule | Mapping[str, Any] | None = None,
+        label: str | None = None,
+    ):
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
+        items = [interventions] if isinstance(interventions, (str, Intervention, Mapping)) else interventions
+        if not isinstance(items, Sequence):
+            raise InvalidType(
+                f"`interventions` must be a name, a one-line form or a list of them, received {interventions!r}"
+            )
+        registered: list[Any] = []
+        game = getattr(env.unwrapped, "game", None)
+        for item in items:
+            # A catalogue or defined intervention of the env's game is recorded by its name, any other by its dict.
+            if isinstance(item, Intervention) and item.game is not None and item.game == game:
+                known = catalogues.lookup(item.game, item.name)
+                registered.append(item.name if known == item else item.to_dict())
+            else:
+                registered.append(item)
+        self._setup(env, InterventionPerturbation(interventions=registered), when, label)
+        self._intervention: InterventionPerturbation = self.perturbations[0]  # type: ignore[assignment]
+
+    @override
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self._intervention.fresh:
+            obs = self._intervention.observe()
+        return obs, reward, terminated, truncated, info
+
+    @property
+    def interventions(self) -> tuple[Intervention, ...]:
+        """The interventions it makes, in order."""
+        return self._intervention.resolved

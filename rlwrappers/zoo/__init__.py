@@ -9,9 +9,13 @@ Names read ``<algo>-<env id>`` for agents trained on the clean env and ``<algo>-
 trained under one kind of uncertainty (seed 002 trains and evaluates under the same noise), e.g.
 ``ppo-CartPole-v1`` and ``ppo-CartPole-v1-obs_noise``.
 
+:func:`load_agent` also takes ``NAME@SEED`` and the path of an SB3 ``.zip``: what the command line's
+``--agent`` and the evaluation runner accept. The shipped teams are in :mod:`rlwrappers.zoo.teams`
+(:func:`load_team`), and RL Zoo's hyperparameters for perturbed IDs in :mod:`rlwrappers.zoo.hyperparams`.
+
 Example:
     >>> from rlwrappers import zoo
-    >>> agent = zoo.load("ppo-CartPole-v1", seed=0)
+    >>> agent = zoo.load_agent("ppo-CartPole-v1", seed=0)
     >>> zoo.card("ppo-CartPole-v1")["algo"]
     'PPO'
 """
@@ -21,7 +25,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
-import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -29,10 +33,12 @@ from typing import Any, Final
 import gymnasium as gym
 
 from rlwrappers._optional import require
-from rlwrappers.agents import SB3Agent
-from rlwrappers.error import InvalidArgument, MissingFile, UnknownName, did_you_mean
+from rlwrappers.agents import Agent, SB3Agent, load_sb3
+from rlwrappers.error import InvalidArgument, InvalidType, MissingFile
+from rlwrappers.zoo.cards import find_card, read_cards
+from rlwrappers.zoo.teams import load_team
 
-__all__ = ["DIRECTORY", "UNCERTAINTIES", "card", "cards", "load", "names"]
+__all__ = ["DIRECTORY", "UNCERTAINTIES", "card", "cards", "load_agent", "load_team", "names"]
 
 #: Where the cards and weights live.
 DIRECTORY: Final = Path(__file__).parent / "agents"
@@ -59,19 +65,6 @@ UNCERTAINTIES: Final[Mapping[str, Mapping[str, str]]] = {
 }
 
 
-def read_cards(directory: Path) -> dict[str, dict[str, Any]]:
-    """The cards (``<name>.json``) in ``directory``, by name, sorted."""
-    paths = sorted(directory.glob("*.json"), key=lambda path: path.stem)
-    return {path.stem: json.loads(path.read_text()) for path in paths}
-
-
-def find_card(all_cards: Mapping[str, dict[str, Any]], name: str, what: str) -> dict[str, Any]:
-    """The card ``name`` of ``all_cards``; ``what`` says what the names are and where to list them."""
-    if name not in all_cards:
-        raise UnknownName(f"`name` {name!r} is not {what}." + did_you_mean(name, all_cards))
-    return all_cards[name]
-
-
 @functools.cache
 def cards() -> dict[str, dict[str, Any]]:
     """Every agent's card, by name."""
@@ -88,8 +81,48 @@ def card(name: str) -> dict[str, Any]:
     return find_card(cards(), name, "a zoo agent; `rlwrappers list agents` shows them")
 
 
-def load(name: str, *, seed: int = 0, deterministic: bool = True) -> SB3Agent:
-    """The zoo agent ``name`` trained with ``seed``, as an :class:`~rlwrappers.agents.SB3Agent`."""
+def load_agent(
+    source: str | os.PathLike[str],
+    *,
+    seed: int | None = None,
+    observation_space: gym.Space[Any] | None = None,
+    deterministic: bool = True,
+) -> Agent:
+    """An agent from the zoo by name, or from an SB3 ``.zip`` file.
+
+    A zoo name may end in ``@k`` to pick training seed ``k`` (``"ppo-CartPole-v1@2"``), or take ``seed=k``;
+    the default is seed 0. A zoo agent loads its weights without running code. An SB3 zip is unpickled, which
+    runs code stored in the file: load only files you trust (:func:`rlwrappers.agents.load_sb3`).
+
+    Args:
+        source: a zoo name (``rlwrappers list agents`` shows them), or the path of an SB3 zip.
+        seed: the zoo agent's training seed.
+        observation_space: the env's observation space, for SB3 image agents trained on channel-first input.
+        deterministic: act greedily.
+
+    Raises:
+        UnknownName: ``source`` is neither a zoo name nor a ``.zip`` path (with a suggestion).
+        MissingFile: the zip, or the zoo agent's weights, are missing.
+    """
+    if not isinstance(source, (str, os.PathLike)):
+        raise InvalidType(f"`agent` must be a zoo name or a file path, received {source!r}")
+    path = Path(source)
+    if path.suffix == ".zip":
+        if seed is not None:
+            raise InvalidArgument(f"`seed` applies to zoo agents only, and {str(source)!r} is a file")
+        return load_sb3(path, observation_space=observation_space, deterministic=deterministic)
+    if path.exists():
+        raise InvalidArgument(f"`agent` {str(source)!r} is a file but not an SB3 .zip")
+    name, at, given = str(source).partition("@")
+    if at and not given.isdigit():
+        raise InvalidArgument(f"`agent` {str(source)!r}: the part after '@' must be a training seed")
+    if at and seed is not None:
+        raise InvalidArgument(f"`agent` {str(source)!r} names its seed; pass seed={seed!r} or '@', not both")
+    return _zoo_agent(name, int(given) if at else 0 if seed is None else seed, deterministic)
+
+
+def _zoo_agent(name: str, seed: int, deterministic: bool) -> SB3Agent:
+    """The zoo agent ``name`` trained with ``seed``."""
     info = card(name)
     seeds = info["seeds"]
     if str(seed) not in seeds:

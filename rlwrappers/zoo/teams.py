@@ -15,7 +15,7 @@ Example:
     >>> from rlwrappers.zoo import teams
     >>> teams.names()
     ['powergrid-main', 'powergrid-outside']
-    >>> team = teams.load("powergrid-main")
+    >>> team = teams.load_team("powergrid-main")
     >>> env = parallel_env(**teams.card("powergrid-main")["env_kwargs"])
     >>> trained = sum(teams.play(env, team, seed=0).values())
     >>> trained > sum(teams.play(env, teams.untrained(env, seed=0), seed=0).values())
@@ -37,14 +37,25 @@ from rlwrappers import _check
 from rlwrappers._optional import require
 from rlwrappers.agents import Agent, TorchAgent
 from rlwrappers.error import InvalidArgument, InvalidType, MissingFile, UnknownName
-from rlwrappers.zoo import find_card, read_cards
+from rlwrappers.zoo.cards import find_card, read_cards
 
 if TYPE_CHECKING:
     import torch
 
     from rlwrappers.envs.powergrid import CoordinatedBuildings
 
-__all__ = ["DIRECTORY", "HIDDEN", "card", "cards", "input_scaling", "load", "names", "network", "play", "untrained"]
+__all__ = [
+    "DIRECTORY",
+    "HIDDEN",
+    "card",
+    "cards",
+    "input_scaling",
+    "load_team",
+    "names",
+    "network",
+    "play",
+    "untrained",
+]
 
 #: Where the cards and weights live.
 DIRECTORY: Final = Path(__file__).parent / "teams"
@@ -138,7 +149,7 @@ def untrained(env: CoordinatedBuildings, seed: int) -> dict[str, Agent]:
     return _team(env, modules)
 
 
-def load(name: str, *, directory: str | os.PathLike[str] | None = None) -> dict[str, Agent]:
+def load_team(name: str, *, directory: str | os.PathLike[str] | None = None) -> dict[str, Agent]:
     """Team ``name`` as agents, by agent name; each a deterministic :class:`~rlwrappers.agents.TorchAgent`.
 
     Args:

@@ -1,0 +1,135 @@
+"""The agent protocol: one small interface for acting and for differentiable outputs.
+
+Every part of the library that needs an agent (evaluation runs, parameter noise, attacks, offline robustness,
+saliency) speaks to it through :class:`Agent`:
+
+- :meth:`Agent.act` maps a batch of observations to a batch of actions. A stochastic agent draws its
+  randomness from the generator it is given, never from numpy's or torch's global state, so the runner can
+  seed it from the run's seed.
+- :meth:`Agent.outputs` maps a float tensor of observations (in the units and layout of
+  :attr:`Agent.observation_space`) to the network's differentiable :class:`Outputs`: action logits, q-values,
+  state values, or the deterministic continuous action.
+- :meth:`Agent.parameters` names the tensors that decide the agent's actions (what parameter noise perturbs).
+
+The adapters to it are in :mod:`rlwrappers.agents.adapters`.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import gymnasium as gym
+import numpy as np
+from numpy.typing import NDArray
+
+from rlwrappers._optional import require
+from rlwrappers.error import IncompatibleSpace, InvalidArgument, NotDifferentiable
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["Agent", "Outputs", "check_compatible", "fits"]
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """What an agent's network gives for a batch of observations; heads the agent lacks are None.
+
+    Attributes:
+        logits: action preferences of a discrete policy, shape (batch, n); softmax gives the probabilities.
+        q_values: action values of a value-based agent, shape (batch, n).
+        values: state values, shape (batch,).
+        action: the deterministic continuous action in the action space's units, before clipping.
+        log_std: log standard deviation of a Gaussian policy (pre-squash for SAC).
+    """
+
+    logits: torch.Tensor | None = None
+    q_values: torch.Tensor | None = None
+    values: torch.Tensor | None = None
+    action: torch.Tensor | None = None
+    log_std: torch.Tensor | None = None
+
+    @property
+    def scores(self) -> torch.Tensor:
+        """What a discrete agent maximises: its logits, or its q-values for a value-based agent."""
+        scores = self.logits if self.logits is not None else self.q_values
+        if scores is None:
+            raise NotDifferentiable("this agent has neither action logits nor q-values (continuous actions)")
+        return scores
+
+    @property
+    def probs(self) -> torch.Tensor:
+        """Action probabilities of a discrete policy: the softmax of its logits."""
+        if self.logits is None:
+            raise NotDifferentiable("this agent has no action logits, so no action probabilities")
+        return self.logits.softmax(-1)
+
+
+class Agent(abc.ABC):
+    """An agent that acts on batches of observations and exposes its network's outputs.
+
+    Attributes:
+        observation_space: the space of one observation the agent accepts.
+        action_space: the space of one action it returns.
+        deterministic: whether :meth:`act` is a function of the observation alone.
+    """
+
+    observation_space: gym.Space[Any]
+    action_space: gym.Space[Any]
+    deterministic: bool
+
+    def act(self, obs: NDArray[Any], rng: np.random.Generator | None = None) -> NDArray[Any]:
+        """The actions for a batch of observations (leading axis); ``rng`` is required when stochastic."""
+        if not self.deterministic and rng is None:
+            raise InvalidArgument(f"`rng` is required: {self} samples its actions, received rng=None")
+        obs = np.asarray(obs)
+        shape = self.observation_space.shape
+        if shape is not None and obs.shape[1:] != shape:
+            raise InvalidArgument(
+                f"`obs` must be a batch of observations of shape (n, *{shape}), received shape {obs.shape};"
+                " use act_one for a single observation"
+            )
+        return self._act(obs, rng)
+
+    @abc.abstractmethod
+    def _act(self, obs: NDArray[Any], rng: np.random.Generator | None) -> NDArray[Any]: ...
+
+    def act_one(self, obs: Any, rng: np.random.Generator | None = None) -> Any:
+        """The action for a single observation."""
+        return self.act(np.asarray(obs)[None], rng)[0]
+
+    def outputs(self, x: torch.Tensor) -> Outputs:
+        """The network's outputs for ``x``, a float tensor batch in observation units; differentiable."""
+        raise NotDifferentiable(f"{self} has no network to differentiate")
+
+    def parameters(self) -> dict[str, torch.Tensor]:
+        """The tensors that decide the agent's actions, by name (empty if it has none)."""
+        return {}
+
+    def tensor(self, obs: NDArray[Any]) -> torch.Tensor:
+        """A batch of observations as the float32 tensor :meth:`outputs` takes."""
+        torch = require("torch", purpose="agent networks")
+        return torch.as_tensor(np.asarray(obs), dtype=torch.float32)
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}({self.action_space})"
+
+
+def check_compatible(agent: Agent, env: gym.Env[Any, Any]) -> None:
+    """Raises :class:`IncompatibleSpace` when ``agent``'s spaces do not fit ``env``'s."""
+    for name in ("action_space", "observation_space"):
+        mine, theirs = getattr(agent, name), getattr(env, name)
+        if not fits(mine, theirs):
+            raise IncompatibleSpace(f"the agent's {name} {mine} does not match the env's {theirs}")
+
+
+def fits(agent_space: gym.Space[Any], env_space: gym.Space[Any]) -> bool:
+    """Whether an agent with ``agent_space`` can act in an env with ``env_space``: the same kind and shape."""
+    if isinstance(agent_space, gym.spaces.Discrete) and isinstance(env_space, gym.spaces.Discrete):
+        return bool(agent_space.n == env_space.n and agent_space.start == env_space.start)
+    if isinstance(agent_space, gym.spaces.Box) and isinstance(env_space, gym.spaces.Box):
+        # Bounds may differ (an agent trained under widened noise bounds still fits); shapes may not.
+        return agent_space.shape == env_space.shape
+    return bool(agent_space == env_space)

@@ -1,5 +1,0 @@
-"""RL Zoo's ppo hyperparameters, extended to the perturbed IDs (see :mod:`rlwrappers.rlzoo`)."""
-
-from rlwrappers.rlzoo import hyperparameters
-
-hyperparams = hyperparameters("ppo")

@@ -1,0 +1,206 @@
+"""Reading and setting simulator state and physical parameters, for the state perturbations.
+
+Two families are supported, each through an explicit, documented table rather than guesses:
+
+- Gymnasium's classic-control envs (CartPole, Pendulum, MountainCar, MountainCarContinuous, Acrobot): the
+  state is ``env.unwrapped.state``; the parameters are the env's own constants (see :data:`CLASSIC_PARAMETERS`).
+- MuJoCo envs (``gymnasium.envs.mujoco.MujocoEnv``): the state is ``qpos`` followed by ``qvel``, set through
+  ``set_state``; the parameters are the numeric arrays of the MuJoCo model, named as in ``mujoco.MjModel``
+  (``body_mass``, ``geom_friction``, ``actuator_gear``, ``dof_damping``, ...) or ``opt.<field>``
+  (``opt.gravity``, ``opt.timestep``, ...).
+
+Anything else raises :class:`~rlwrappers.error.StateNotSettable` when a state perturbation is built.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import gymnasium as gym
+import numpy as np
+from numpy.typing import NDArray
+
+from rlwrappers.error import StateNotSettable
+
+__all__ = ["CLASSIC_PARAMETERS", "Simulator", "simulator"]
+
+#: The constants a dynamics shift may change in each classic-control env, by class name. Derived constants
+#: (CartPole's ``total_mass`` and ``polemass_length``) are recomputed whenever one of their inputs changes.
+CLASSIC_PARAMETERS: Final[Mapping[str, tuple[str, ...]]] = {
+    "CartPoleEnv": ("gravity", "masscart", "masspole", "length", "force_mag", "tau"),
+    "PendulumEnv": ("g", "m", "l", "max_speed", "max_torque", "dt"),
+    "MountainCarEnv": ("force", "gravity"),
+    "Continuous_MountainCarEnv": ("power",),
+    "AcrobotEnv": (
+        "LINK_LENGTH_1",
+        "LINK_LENGTH_2",
+        "LINK_MASS_1",
+        "LINK_MASS_2",
+        "LINK_COM_POS_1",
+        "LINK_COM_POS_2",
+        "LINK_MOI",
+        "dt",
+    ),
+}
+
+
+def _cartpole_derived(env: Any) -> None:
+    env.total_mass = env.masspole + env.masscart
+    env.polemass_length = env.masspole * env.length
+
+
+_DERIVED: Final[Mapping[str, Callable[[Any], None]]] = {"CartPoleEnv": _cartpole_derived}
+
+
+class Simulator(abc.ABC):
+    """Access to one env's state vector and physical parameters."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    @abc.abstractmethod
+    def state_size(self) -> int:
+        """The length of the state vector (known before the first reset)."""
+
+    @abc.abstractmethod
+    def get_state(self) -> NDArray[np.float64]:
+        """The state as a flat float64 vector."""
+
+    @abc.abstractmethod
+    def set_state(self, state: NDArray[np.float64]) -> None:
+        """Sets the state (kept inside the env's own limits)."""
+
+    @abc.abstractmethod
+    def observe(self) -> Any:
+        """The observation of the current state."""
+
+    @abc.abstractmethod
+    def parameters(self) -> dict[str, NDArray[np.float64]]:
+        """The parameters a dynamics shift may change, with their current values."""
+
+    @abc.abstractmethod
+    def set_parameter(self, name: str, value: NDArray[np.float64]) -> None:
+        """Sets one parameter (same shape as returned by :meth:`parameters`)."""
+
+
+_CLASSIC_STATE_SIZES: Final[Mapping[str, int]] = {
+    "CartPoleEnv": 4,
+    "PendulumEnv": 2,
+    "MountainCarEnv": 2,
+    "Continuous_MountainCarEnv": 2,
+    "AcrobotEnv": 4,
+}
+
+
+class _Classic(Simulator):
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self.kind = type(env).__name__
+
+    def state_size(self) -> int:
+        return _CLASSIC_STATE_SIZES[self.kind]
+
+    def get_state(self) -> NDArray[np.float64]:
+        if self.env.state is None:
+            raise StateNotSettable(f"{self.kind} has no state before its first reset")
+        return np.array(self.env.state, dtype=np.float64)
+
+    def set_state(self, state: NDArray[np.float64]) -> None:
+        env, state = self.env, np.array(state, dtype=np.float64)
+        if self.kind in ("MountainCarEnv", "Continuous_MountainCarEnv"):
+            state[0] = np.clip(state[0], env.min_position, env.max_position)
+            state[1] = np.clip(state[1], -env.max_speed, env.max_speed)
+        elif self.kind == "PendulumEnv":
+            state[1] = np.clip(state[1], -env.max_speed, env.max_speed)
+        elif self.kind == "CartPoleEnv":  # where its episodes end, half its observation space's bounds
+            state[0] = np.clip(state[0], -env.x_threshold, env.x_threshold)
+            state[2] = np.clip(state[2], -env.theta_threshold_radians, env.theta_threshold_radians)
+        elif self.kind == "AcrobotEnv":
+            state[2] = np.clip(state[2], -env.MAX_VEL_1, env.MAX_VEL_1)
+            state[3] = np.clip(state[3], -env.MAX_VEL_2, env.MAX_VEL_2)
+        env.state = state.astype(np.asarray(env.state).dtype)
+
+    def observe(self) -> Any:
+        # Pendulum and Acrobot compute their observation from `state` only in their private `_get_obs` and
+        # `_get_ob`: calling them keeps the observation exactly Gymnasium's, where a copy could drift from it.
+        if self.kind == "PendulumEnv":
+            return self.env._get_obs()  # private in Gymnasium: see above
+        if self.kind == "AcrobotEnv":
+            return self.env._get_ob()  # private in Gymnasium: see above
+        return np.array(self.env.state, dtype=np.float32)
+
+    def parameters(self) -> dict[str, NDArray[np.float64]]:
+        return {name: np.array(getattr(self.env, name), dtype=np.float64) for name in CLASSIC_PARAMETERS[self.kind]}
+
+    def set_parameter(self, name: str, value: NDArray[np.float64]) -> None:
+        setattr(self.env, name, float(value))
+        derived = _DERIVED.get(self.kind)
+        if derived is not None:
+            derived(self.env)
+
+
+class _Mujoco(Simulator):
+    def state_size(self) -> int:
+        return int(self.env.model.nq + self.env.model.nv)
+
+    def get_state(self) -> NDArray[np.float64]:
+        return np.concatenate([self.env.data.qpos, self.env.data.qvel]).astype(np.float64)
+
+    def set_state(self, state: NDArray[np.float64]) -> None:
+        nq = self.env.model.nq
+        self.env.set_state(state[:nq], state[nq:])
+
+    def observe(self) -> Any:
+        return self.env._get_obs()  # private in Gymnasium: a MuJoCo env's only call that observes its current state
+
+    def _field(self, name: str) -> NDArray[Any]:
+        owner = self.env.model
+        if name.startswith("opt."):
+            owner, name = owner.opt, name[4:]
+        return getattr(owner, name)
+
+    def parameters(self) -> dict[str, NDArray[np.float64]]:
+        model = self.env.model
+        out: dict[str, NDArray[np.float64]] = {}
+        for owner, prefix in ((model, ""), (model.opt, "opt.")):
+            for name in dir(owner):
+                if name.startswith("_"):
+                    continue
+                value = getattr(owner, name, None)
+                if isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.size > 0:
+                    out[prefix + name] = value.astype(np.float64)
+                elif prefix and isinstance(value, float):
+                    out[prefix + name] = np.array(value)
+        return out
+
+    def set_parameter(self, name: str, value: NDArray[np.float64]) -> None:
+        if name.startswith("opt.") and np.ndim(getattr(self.env.model.opt, name[4:])) == 0:
+            setattr(self.env.model.opt, name[4:], float(value))
+            return
+        field = self._field(name)
+        field[...] = value
+
+
+def _is_mujoco(env: Any) -> bool:
+    return any(cls.__name__ == "MujocoEnv" for cls in type(env).__mro__)
+
+
+def simulator(env: gym.Env[Any, Any], *, purpose: str) -> Simulator:
+    """The :class:`Simulator` of ``env.unwrapped``.
+
+    Raises:
+        StateNotSettable: the env is neither a classic-control env listed in :data:`CLASSIC_PARAMETERS` nor a
+            MuJoCo env; ``purpose`` names the perturbation that asked.
+    """
+    base = env.unwrapped
+    kind = type(base).__name__
+    if kind in CLASSIC_PARAMETERS:
+        return _Classic(base)
+    if _is_mujoco(base):
+        return _Mujoco(base)
+    raise StateNotSettable(
+        f"{purpose} needs an env whose state can be read and set; {kind} is not supported "
+        f"(supported: {', '.join(sorted(CLASSIC_PARAMETERS))} and MuJoCo envs)"
+    )

@@ -1,0 +1,371 @@
+"""Running an evaluation: an agent under several shifts over many seeds, each paired with a same-seed counterfactual.
+
+:func:`evaluate` runs every (agent, shift, seed) for ``episodes`` episodes, plus one counterfactual run per (agent,
+seed) without any shift, named ``"baseline"``. Episode ``i`` of a run with seed ``s`` resets the env with
+:func:`~rlwrappers.studies.design.episode_seed` (s, i), and the agent's own randomness for that episode comes from a
+generator derived from (s, i) too, so a shifted run and its counterfactual start every episode alike and differ only
+by the shift. The counterfactual is shared by all shifts: with the same seeds and no shift it would be the same run
+every time.
+
+Each run writes one :class:`~rlwrappers.logs.Recorder` log. The run directory looks like::
+
+    out/
+      evaluation.json          what was asked: agents, env, shifts, episodes, seeds, options
+      index.json               one row per run: agent, shift, seed, log path, status, mean return
+      logs/<agent>/<shift>/seed<k>/   one log per run
+      probes/<agent>/<shift>.npz      with ``probe=N``: N states seen with and without each shift
+                                      (:class:`~rlwrappers.studies.probes.Probe`)
+
+Runs go to local worker processes by default or to Ray (:class:`~rlwrappers.studies.design.Execution`), which
+give the same returns. A sweep that was interrupted resumes where it stopped: runs whose logs are
+complete are not redone. :func:`~rlwrappers.studies.results.open_evaluation` reads a run directory back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rlwrappers import agents as agents_module
+from rlwrappers._optional import require
+from rlwrappers._version import __version__
+from rlwrappers.error import InvalidArgument, InvalidType, LogError
+from rlwrappers.schedule import Schedule
+from rlwrappers.studies import arms
+from rlwrappers.studies.design import (
+    BASELINE,
+    INDEX_FILE,
+    SPEC_FILE,
+    EnvSetup,
+    Execution,
+    RunSpec,
+    Settings,
+    ShiftSpec,
+    Stack,
+    Timing,
+    check_counts,
+    check_protocol,
+    directory_name,
+    is_parallel,
+    parse_agents,
+    parse_seeds,
+    parse_shifts,
+)
+from rlwrappers.studies.probes import run_probes
+from rlwrappers.studies.results import Evaluation, open_evaluation, warn_if_not_identical
+
+__all__ = ["check_picklable", "evaluate", "run_one"]
+
+
+def run_one(spec: RunSpec, agent: Any, settings: Settings, root: str, stack: Stack = Stack()) -> dict[str, Any]:
+    """Runs one (agent or team, shift, seed) and writes its log; returns its index row."""
+    if settings.multiagent:
+        from rlwrappers.studies import teams  # pettingzoo, an extra
+
+        return teams.run_team(spec, agent, settings, root)
+    return arms.run(spec, agent, settings, root, stack)
+
+
+def _single_threaded_torch() -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
+#: What a local worker process runs with: its agents, settings and stack, set by :func:`_start_worker`.
+_WORKER: dict[str, Any] = {}
+
+
+def _start_worker(agents: dict[str, Any], settings: Settings, stack: Stack) -> None:
+    """A local worker's initializer: receives (by fork, or pickled) what every run needs besides its spec."""
+    _single_threaded_torch()
+    _WORKER.update(agents=agents, settings=settings, stack=stack)
+
+
+def _run_in_worker(spec: RunSpec, root: str) -> dict[str, Any]:
+    return run_one(spec, _WORKER["agents"][spec.agent], _WORKER["settings"], root, _WORKER["stack"])
+
+
+def check_picklable(agents: Mapping[str, Any], stack: Stack, execution: Execution) -> None:
+    """Rejects agents and wrappers that workers started without fork could not receive."""
+    if not execution.pickles:
+        return
+    how = f"backend={execution.backend!r}" if execution.backend == "ray" else f"start_method={execution.start_method!r}"
+    things = {**{f"agent {name!r}": a for name, a in agents.items()}}
+    things.update({f"wrapper {w!r}": w for w in (*stack.under, *stack.over)})
+    for what, thing in things.items():
+        try:
+            pickle.dumps(thing)
+        except Exception as error:  # pickling raises many types: PicklingError, AttributeError, TypeError
+            raise InvalidArgument(
+                f"{what} cannot be pickled ({error}), and workers started with {how} receive it pickled;"
+                " use the default start method (fork), workers=1, or a module-level function or object"
+            ) from None
+
+
+def _execute(
+    todo: list[RunSpec], agents: dict[str, Any], settings: Settings, root: Path, stack: Stack, execution: Execution
+) -> Iterator[dict[str, Any]]:
+    """Yields each run's index row as it finishes."""
+    if not todo:
+        return
+    workers = min(execution.processes, len(todo))
+    if execution.backend == "ray":
+        yield from _execute_ray(todo, agents, settings, root, stack, workers)
+        return
+    if workers == 1:
+        for spec in todo:
+            yield run_one(spec, agents[spec.agent], settings, str(root), stack)
+        return
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=execution.context,
+        initializer=_start_worker,
+        initargs=(agents, settings, stack),
+    ) as pool:
+        pending: set[Future[dict[str, Any]]] = {pool.submit(_run_in_worker, spec, str(root)) for spec in todo}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+
+
+def _execute_ray(
+    todo: list[RunSpec],
+    agents: dict[str, Any],
+    settings: Settings,
+    root: Path,
+    stack: Stack,
+    workers: int,
+) -> Iterator[dict[str, Any]]:
+    ray = require("ray", purpose="the Ray backend")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        remote = ray.remote(num_cpus=1)(_run_on_ray)
+        agent_refs = {name: ray.put(a) for name, a in agents.items()}
+        pending = [remote.remote(spec, agent_refs[spec.agent], settings, str(root), stack) for spec in todo]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _run_on_ray(spec: RunSpec, agent: Any, settings: Settings, root: str, stack: Stack) -> dict[str, Any]:
+    _single_threaded_torch()
+    return run_one(spec, agent, settings, root, stack)
+
+
+def _complete(root: Path, spec: RunSpec, episodes: int) -> bool:
+    """Whether a run's log is finished: compacted, with ``episodes`` complete episodes."""
+    meta_path = root / spec.path / "meta.json"
+    if not (root / spec.path / "episodes.parquet").exists() or not meta_path.exists():
+        return False
+    meta = json.loads(meta_path.read_text())
+    return "end_time" in meta and meta.get("episodes") == episodes
+
+
+def evaluate(
+    agent: Any,
+    env_id: str,
+    shifts: Sequence[ShiftSpec] | Mapping[str, ShiftSpec | Sequence[ShiftSpec]] = (),
+    *,
+    episodes: int = 10,
+    seeds: int | Sequence[int] = 5,
+    out: str | os.PathLike[str],
+    when: str | Schedule | None = None,
+    probe: int = 0,
+    deterministic: bool = True,
+    outside: Mapping[str, Any] | None = None,
+    env: EnvSetup = EnvSetup(),
+    timing: Timing = Timing(),
+    execution: Execution = Execution(),
+) -> Evaluation:
+    """Runs ``agent`` on ``env_id`` under each shift and without, over ``seeds`` x ``episodes``, writing logs.
+
+    Args:
+        agent: a zoo name, an SB3 zip path (trusted files only: SB3 zips unpickle code), an SB3 model, an
+            :class:`~rlwrappers.agents.Agent`, or a dict of names to any of these to compare several agents.
+        env_id: a Gymnasium ID.
+        shifts: perturbation specs (each one shift, named by its text), or a dict of names to one spec or a
+            list of specs applied together. The counterfactual ``"baseline"`` (no shift) is always run.
+        episodes: episodes per run.
+        seeds: a number of seeds (0, 1, ...) or the list of run seeds.
+        out: the run directory; an earlier run of the same evaluation there is resumed.
+        when: the schedule of shifts that do not set their own (default: always).
+        probe: states per (agent, shift) at which to compare the agent's input with and without the shift
+            (0: none); see :class:`~rlwrappers.studies.probes.Probe`. :mod:`rlwrappers.studies.sweep` turns them
+            into flip rates, LPIPS and spectra.
+        deterministic: let agents act greedily; stochastic agents draw from per-episode generators.
+        outside: for a PettingZoo parallel env (``env_id`` a short name from
+            :data:`rlwrappers.studies.design.PARALLEL_ENVS` or a module with a ``parallel_env``): the groups of
+            outside policies the shifts switch agents to, by name, each a team zoo name, a
+            :class:`~rlwrappers.studies.teams.Team` or a dict of agent name -> policy; the group ``untrained``
+            is always there. The agent is then a team (a team zoo name, a ``Team``, or a dict of names to them)
+            and each shift a ``switch(k=..., to=GROUP)`` spec (see :doc:`multiagent`).
+        env: how each arm's env is built: ``gym.make`` arguments, wrappers under and over the shifts, Atari
+            lives as episodes (:class:`~rlwrappers.studies.design.EnvSetup`).
+        timing: when the shifts begin: the causal protocol's ``shift_at`` or the observational protocol
+            (:class:`~rlwrappers.studies.design.Timing`; :func:`~rlwrappers.studies.shift_impact.causal` and
+            :func:`~rlwrappers.studies.shift_impact.observational` set it for you).
+        execution: local workers or Ray, how many, how they start, and the progress bar
+            (:class:`~rlwrappers.studies.design.Execution`).
+
+    Returns:
+        The :class:`~rlwrappers.studies.results.Evaluation` read back from ``out``.
+
+    Example:
+        >>> import tempfile, rlwrappers as rw
+        >>> from rlwrappers.studies import Execution
+        >>> result = rw.evaluate("ppo-CartPole-v1", "CartPole-v1", ["obs_noise(std=0.2)"], episodes=2, seeds=2,
+        ...                      out=tempfile.mkdtemp(), execution=Execution(workers=1, progress=False))
+        >>> sorted(result.index["shift"].unique())
+        ['baseline', 'obs_noise(std=0.2)']
+    """
+    if not isinstance(env_id, str):
+        raise InvalidType(f"`env_id` must be a Gymnasium ID or PettingZoo parallel env string, received {env_id!r}")
+    for name, value, kind in (("env", env, EnvSetup), ("timing", timing, Timing), ("execution", execution, Execution)):
+        if not isinstance(value, kind):
+            raise InvalidType(f"`{name}` must be a rlwrappers.studies.{kind.__name__}, received {value!r}")
+    check_counts(episodes, probe)
+    stack = env.stack
+    parallel = is_parallel(env_id)
+    if outside is not None and not parallel:
+        raise InvalidArgument(f"`outside` applies to PettingZoo parallel envs only, and {env_id!r} is not one")
+    if outside is not None and not isinstance(outside, Mapping):
+        raise InvalidType(f"`outside` must map group names to teams, received {outside!r}")
+    if parallel:
+        from rlwrappers.studies import teams  # pettingzoo, an extra
+
+        named_agents, entries = teams.parse_teams(agent), teams.parse_switches(shifts, when)
+    else:
+        named_agents, entries = parse_agents(agent), parse_shifts(shifts, when)
+    check_protocol(entries, int(episodes), timing, env.lives_as_episodes, stack)
+    settings = Settings(
+        env_id=env_id,
+        env_kwargs=dict(env.kwargs),
+        shifts=entries,
+        episodes=int(episodes),
+        deterministic=bool(deterministic),
+        lives_as_episodes=bool(env.lives_as_episodes),
+        probe=int(probe),
+        agent_sources={name: str(a) if isinstance(a, (str, os.PathLike)) else None for name, a in named_agents.items()},
+        shift_at=None if timing.shift_at is None else int(timing.shift_at),
+        share_pre_shift=bool(timing.share_pre_shift),
+        observational=bool(timing.observational),
+        multiagent=parallel,
+        outside={g: t if isinstance(t, str) else None for g, t in (outside or {}).items()},
+    )
+    run_seeds = parse_seeds(seeds)
+    if parallel:
+        named_agents = teams.check_teams(named_agents, outside or {}, settings, stack)
+    else:
+        _check_applies(named_agents, settings, stack)
+    check_picklable(named_agents, stack, execution)
+
+    root = Path(out)
+    request = {"rlwrappers": __version__, **asdict(settings), "seeds": run_seeds}
+    _claim(root, request)
+    specs = [
+        RunSpec(
+            name,
+            shift,
+            seed,
+            f"logs/{directory_name(name)}/{directory_name(shift)}/seed{seed}",
+            settings.first_episode(shift),
+        )
+        for name in named_agents
+        for shift in (BASELINE, *settings.shifts)
+        for seed in run_seeds
+    ]
+    previous = _read_index(root)
+    index: dict[str, dict[str, Any]] = {}
+    todo = []
+    for spec in specs:
+        if _complete(root, spec, settings.episodes - spec.first_episode):
+            index[spec.path] = previous.get(spec.path) or {**asdict(spec), "status": "complete"}
+        else:
+            index[spec.path] = {**asdict(spec), "status": "pending"}
+            todo.append(spec)
+    _write_index(root, index)
+
+    played = {spec.path: settings.episodes - spec.first_episode for spec in specs}
+    bar = _progress(sum(played.values()), execution.progress)
+    bar.update(sum(played.values()) - sum(played[spec.path] for spec in todo))
+    try:
+        for row in _execute(todo, named_agents, settings, root, stack, execution):
+            index[row["path"]] = row
+            _write_index(root, index)
+            bar.update(played[row["path"]])
+    finally:
+        bar.close()
+    run_probes(named_agents, settings, root, stack)
+    result = open_evaluation(root)
+    if settings.shift_at is not None:
+        warn_if_not_identical(result.fixed_seed_check())
+    return result
+
+
+def _check_applies(agents: Mapping[str, Any], settings: Settings, stack: Stack) -> None:
+    """Builds each arm's env and fits each agent to it, so bad specs and agents fail before any run."""
+    for shift in (BASELINE, *settings.shifts):
+        env, _ = arms.make_env(settings, shift, stack)
+        try:
+            for a in agents.values():
+                agents_module.check_compatible(arms.resolve_agent(a, settings, env), env)
+        finally:
+            env.close()
+
+
+def _claim(root: Path, request: dict[str, Any]) -> None:
+    """Writes the request, or checks that the directory holds the same one (so a resume continues it)."""
+    path = root / SPEC_FILE
+    text = json.dumps(request, indent=1, default=str)
+    if path.exists():
+        if json.loads(path.read_text()) != json.loads(text):
+            raise LogError(
+                f"{str(root)!r} holds a different evaluation; pass another `out`, or delete it to start over"
+            )
+        return
+    if root.exists() and any(root.iterdir()):
+        raise LogError(f"`out` {str(root)!r} is not empty and holds no evaluation; choose an empty or new folder")
+    root.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+def _read_index(root: Path) -> dict[str, dict[str, Any]]:
+    path = root / INDEX_FILE
+    if not path.exists():
+        return {}
+    return {row["path"]: row for row in json.loads(path.read_text())["runs"]}
+
+
+def _write_index(root: Path, index: Mapping[str, dict[str, Any]]) -> None:
+    tmp = root / f"{INDEX_FILE}.tmp"
+    tmp.write_text(json.dumps({"runs": list(index.values())}, indent=1) + "\n")
+    tmp.replace(root / INDEX_FILE)
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(total: int, show: bool) -> Any:
+    if not show:
+        return _NoBar()
+    tqdm = require("tqdm", purpose="progress bars")
+    return tqdm.tqdm(total=total, unit="episode", desc="evaluating")

@@ -1,0 +1,5 @@
+"""RL Zoo's dqn hyperparameters, extended to the perturbed IDs (see :mod:`rlwrappers.zoo.hyperparams`)."""
+
+from rlwrappers.zoo.hyperparams import hyperparameters
+
+hyperparams = hyperparameters("dqn")
