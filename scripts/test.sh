@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up .venv with the test extras, then runs the linter, the type checker and the whole test suite.
+# Sets up .venv with the test extras, then runs lint, type and architecture checks and the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh "classic,atari,toybox,mujoco,sb3,zoo,attacks,corruptions,perceptual,multiagent,causal,explain,report,ray,docs,test"
@@ -9,5 +9,7 @@ bash scripts/setup.sh "classic,atari,toybox,mujoco,sb3,zoo,attacks,corruptions,p
 .venv/bin/ruff check rlwrappers envs tests benchmarks examples scripts
 .venv/bin/ruff format --check rlwrappers envs tests benchmarks examples scripts
 .venv/bin/mypy
+.venv/bin/lint-imports
+.venv/bin/python scripts/check_architecture.py
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 .venv/bin/python -m pytest -n 2 -q "$@"
