@@ -26,6 +26,7 @@ from _timing import report
 from rlwrappers.envs.toybox import interventions as catalogues
 
 from rlwrappers.agents import SB3Agent
+from rlwrappers.state.interventions import apply
 from rlwrappers.studies import states
 from rlwrappers.studies.offline import robustness_matrix
 from rlwrappers.wrappers import state as state_wrappers
@@ -55,7 +56,7 @@ def main() -> bool:
     fresh = atari_wrapper(gym.make(ENV_ID))
     game = fresh.unwrapped
     distinct = list({id(state): state for sampled in sample.states for state in sampled.history}.values())
-    written = [state if iv is None else iv.apply(state, iv) for iv in (None, *resolved) for state in distinct]
+    written = [state if iv is None else apply(state, iv) for iv in (None, *resolved) for state in distinct]
     seen = states.observations(fresh, sample, names)
     flat = seen.reshape(-1, *seen.shape[2:])
     print(
