@@ -112,13 +112,12 @@ class BatchAttacker:
         ``reset_step`` says that for those sub-envs the step was an autoreset rather than a step of an episode
         (Gymnasium's next-step mode), so it does not move their clocks on before the new episode starts.
         """
-        for clock, start in zip(self._clocks, starts.tolist(), strict=True):
+        for i, (clock, start) in enumerate(zip(self._clocks, starts.tolist(), strict=True)):
             if not (start and reset_step):
                 clock.tick()
             if start:
                 clock.reset(None)
-        for i in np.flatnonzero(starts):
-            self._plans[i] = self._plan(self._clocks[i])
+                self._plans[i] = self._plan(clock)
 
     # -- attacking and logging --------------------------------------------------------------------------
     def observe(self, obs: NDArray[Any]) -> NDArray[Any]:
