@@ -23,6 +23,7 @@ __all__ = [
     "SpecSyntaxError",
     "StateNotSettable",
     "UnknownName",
+    "UntrustedFileWarning",
     "did_you_mean",
 ]
 
@@ -69,6 +70,10 @@ class LogError(Error, OSError):
 
 class MissingFile(Error, FileNotFoundError):
     """A file the call needs (agent weights, a log) does not exist; the message names it and where it goes."""
+
+
+class UntrustedFileWarning(UserWarning):
+    """A file whose loading runs the code it stores was loaded without saying it is trusted."""
 
 
 class NotDifferentiable(Error, TypeError):

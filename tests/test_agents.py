@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from rlwrappers.error import (
     MissingFile,
     NotDifferentiable,
     UnknownName,
+    UntrustedFileWarning,
 )
 
 ALGOS: dict[str, Any] = {"PPO": PPO, "A2C": A2C, "DQN": DQN, "SAC": SAC, "TD3": TD3}
@@ -634,6 +636,26 @@ def test_load_sb3_zip(tmp_path: Path, algo: str, env_id: str, expected: str) -> 
             zoo.load_agent(str(path), deterministic=False)
     else:
         assert not zoo.load_agent(str(path), deterministic=False).deterministic
+
+
+def test_an_sb3_zip_warns_once_unless_trusted(tmp_path: Path) -> None:
+    model = _model("PPO", "CartPole-v1")
+    first, second = tmp_path / "first.zip", tmp_path / "second.zip"
+    model.save(first)
+    model.save(second)
+    with pytest.warns(UntrustedFileWarning, match=r"first\.zip' unpickles .* trusted=True") as caught:
+        zoo.load_agent(first)
+    assert len(caught) == 1 and caught[0].filename == __file__  # attributed to the caller
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails from here on
+        zoo.load_agent(first)  # once per file
+        agents.load_sb3(str(tmp_path / "." / "first.zip"))  # the same file by another path
+        zoo.load_agent(second, trusted=True)
+        zoo.load_agent(ZOO_AGENT)  # zoo weights run no code
+    with pytest.warns(UntrustedFileWarning, match="second"):
+        agents.load_sb3(second)  # trusting one load does not trust the file for good
+    with pytest.raises(InvalidType, match="`trusted` must be a bool, received 'yes'"):
+        agents.load_sb3(second, trusted="yes")  # type: ignore[arg-type]
 
 
 def _zip_with_data(path: Path, data: dict[str, Any]) -> Path:

@@ -1,13 +1,16 @@
 """Agents from files: Stable-Baselines3 zips.
 
-Loading an SB3 ``.zip`` unpickles code stored in the file, so :func:`load_sb3` opens only files you trust;
-the agent zoo (:func:`rlwrappers.zoo.load_agent`) ships weights that load without running code.
+Loading an SB3 ``.zip`` unpickles code stored in the file, so :func:`load_sb3` opens only files you trust, and
+says so once per file with an :class:`~rlwrappers.error.UntrustedFileWarning` unless told ``trusted=True``.
+The agent zoo (:func:`rlwrappers.zoo.load_agent`) ships weights that load without running code, and never warns.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import warnings
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,7 +20,7 @@ import gymnasium as gym
 
 from rlwrappers._optional import require
 from rlwrappers.agents.adapters import SB3Agent
-from rlwrappers.error import InvalidArgument, InvalidType, MissingFile
+from rlwrappers.error import InvalidArgument, InvalidType, MissingFile, UntrustedFileWarning
 
 __all__ = ["load_sb3", "sb3_algorithm"]
 
@@ -28,6 +31,18 @@ _SB3_BY_POLICY_MODULE: Final[Mapping[str, str]] = {
     "stable_baselines3.sac.policies": "SAC",
     "stable_baselines3.td3.policies": "TD3",
 }
+
+#: The files this process has warned about (resolved paths): each file warns once.
+_WARNED: set[Path] = set()
+
+
+def _outside_the_package() -> int:
+    """The ``stacklevel`` of the innermost caller outside rlwrappers: a warning points at the user's line."""
+    package = str(Path(__file__).parents[1])
+    frame, level = inspect.currentframe(), 0
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def sb3_algorithm(path: str | os.PathLike[str]) -> str:
@@ -48,16 +63,19 @@ def load_sb3(
     *,
     observation_space: gym.Space[Any] | None = None,
     deterministic: bool = True,
+    trusted: bool = False,
 ) -> SB3Agent:
     """The agent of a Stable-Baselines3 ``.zip`` file, as an :class:`~rlwrappers.agents.adapters.SB3Agent`.
 
     The algorithm is read from the zip's JSON data; the model is unpickled, which runs code stored in the
-    file: load only files you trust.
+    file: load only files you trust. The first load of each file warns (:class:`UntrustedFileWarning`, naming
+    the file) unless ``trusted=True``.
 
     Args:
         path: the zip.
         observation_space: the env's observation space, for SB3 image agents trained on channel-first input.
         deterministic: act greedily.
+        trusted: say that the file is trusted, which silences the warning.
 
     Raises:
         MissingFile: no file at ``path``.
@@ -67,6 +85,17 @@ def load_sb3(
         raise InvalidType(f"`path` must be the path of an SB3 .zip, received {path!r}")
     if not Path(path).exists():
         raise MissingFile(f"`agent` file {str(path)!r} does not exist")
+    if not isinstance(trusted, bool):
+        raise InvalidType(f"`trusted` must be a bool, received {trusted!r}")
+    resolved = Path(path).resolve()
+    if not trusted and resolved not in _WARNED:
+        _WARNED.add(resolved)
+        warnings.warn(
+            f"loading {str(path)!r} unpickles and so runs code stored in it (an SB3 zip is a pickle): load only"
+            " files you trust, and pass trusted=True to say you do",
+            UntrustedFileWarning,
+            stacklevel=_outside_the_package(),
+        )
     sb3 = require("stable_baselines3", purpose="loading SB3 agents")
     model = getattr(sb3, sb3_algorithm(path)).load(path, device="cpu")
     return SB3Agent(model, deterministic=deterministic, observation_space=observation_space)

@@ -87,6 +87,7 @@ def load_agent(
     seed: int | None = None,
     observation_space: gym.Space[Any] | None = None,
     deterministic: bool = True,
+    trusted: bool = False,
 ) -> Agent:
     """An agent from the zoo by name, or from an SB3 ``.zip`` file.
 
@@ -99,6 +100,7 @@ def load_agent(
         seed: the zoo agent's training seed.
         observation_space: the env's observation space, for SB3 image agents trained on channel-first input.
         deterministic: act greedily.
+        trusted: say that an SB3 zip is trusted, which silences its warning (zoo agents never warn).
 
     Raises:
         UnknownName: ``source`` is neither a zoo name nor a ``.zip`` path (with a suggestion).
@@ -110,7 +112,7 @@ def load_agent(
     if path.suffix == ".zip":
         if seed is not None:
             raise InvalidArgument(f"`seed` applies to zoo agents only, and {str(source)!r} is a file")
-        return load_sb3(path, observation_space=observation_space, deterministic=deterministic)
+        return load_sb3(path, observation_space=observation_space, deterministic=deterministic, trusted=trusted)
     if path.exists():
         raise InvalidArgument(f"`agent` {str(source)!r} is a file but not an SB3 .zip")
     name, at, given = str(source).partition("@")
