@@ -332,9 +332,12 @@ def test_an_unfinished_log_keeps_its_finished_episodes(tmp_path: Path) -> None:
     returns = team_returns(tmp_path)
     assert list(returns.index) == [0, 1]
     np.testing.assert_allclose(returns["team"], returns[AGENTS].sum(axis=1), rtol=1e-12)
-    logs.compact(tmp_path)  # what a killed run's log needs
+    with pytest.raises(LogError, match="being written by another writer"):
+        logs.compact(tmp_path)  # only a killed writer's log needs it: this one is still being written
+    env.close()
     episodes = logs.read_episodes(tmp_path)
-    assert list(episodes["episode"]) == [0, 1] and "return.agent_4" in episodes
+    assert list(episodes["episode"]) == [0, 1, 2] and "return.agent_4" in episodes
+    assert list(episodes["complete"]) == [True, True, False]
 
 
 def test_record_load_reads_an_unfinished_multi_agent_log(tmp_path: Path) -> None:

@@ -99,7 +99,7 @@ def test_close_writes_meta_and_parquet_tables(tmp_path):
     _run(env, [0, 1], 20, _discrete())
     assert sorted(os.listdir(tmp_path / "run")) == ["meta.json"] + (
         ["stream.arrows"] if (tmp_path / "run" / "stream.arrows").exists() else []
-    )
+    ) + ["writer.lock"]
     env.close()
     assert sorted(os.listdir(tmp_path / "run")) == ["episodes.parquet", "meta.json", "steps.parquet"]
     import pyarrow.parquet as pq

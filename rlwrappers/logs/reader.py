@@ -117,16 +117,20 @@ def read_meta(root: Path) -> dict[str, Any]:
 
 
 def frames(root: Path, meta: dict[str, Any], names: tuple[str, ...]) -> dict[str, pd.DataFrame]:
-    """The tables ``names`` of a log as DataFrames, from its Parquet files or, unfinished, its stream."""
+    """The tables ``names`` of a log as DataFrames, from its stream while there is one, else its Parquet files.
+
+    The writer deletes the stream only after both Parquet files are in place, so the stream is whole whenever
+    it exists: a log killed at any point of its compaction reads as it was written.
+    """
     pd = require("pandas", purpose="reading logs")
     pq = require("pyarrow.parquet", purpose="reading logs")
     pa = require("pyarrow")
     nullable = {pa.int64(): pd.Int64Dtype(), pa.uint64(): pd.UInt64Dtype(), pa.bool_(): pd.BooleanDtype()}.get
-    if (root / "steps.parquet").exists():
-        tables = {name: pq.read_table(root / f"{name}.parquet") for name in names}
-    else:
+    if (root / STREAM).exists() or not (root / "steps.parquet").exists():
         empty = dict(zip(TABLES, (schema.empty_table() for schema in log_schemas(pa, meta)), strict=True))
         tables = stream_tables(root) or empty
+    else:
+        tables = {name: pq.read_table(root / f"{name}.parquet") for name in names}
     return {name: tables[name].to_pandas(types_mapper=nullable) for name in names}
 
 

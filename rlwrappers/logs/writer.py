@@ -25,6 +25,7 @@ from rlwrappers._optional import require
 from rlwrappers._version import __version__
 from rlwrappers.core import INFO_KEY, layers
 from rlwrappers.error import InvalidArgument, InvalidType, LogError
+from rlwrappers.logs.lock import FolderLock
 from rlwrappers.logs.reader import stream_tables
 from rlwrappers.logs.schema import (
     EPISODE_KEY,
@@ -241,9 +242,12 @@ class LogStream:
     """A log directory being written: its header, one record batch per finished episode, Parquet at the end.
 
     Both recorders write through it (:class:`Recorder`, :class:`rlwrappers.logs.parallel.ParallelRecorder`). It
-    checks ``path`` and ``metadata`` and clears an earlier log there (only with ``overwrite``) when built.
-    Each batch goes straight to the operating system, so a killed process leaves every finished episode
-    readable; :meth:`close` writes the final header and compacts the stream (:func:`compact`).
+    checks ``path`` and ``metadata``, takes the folder's lock (:class:`~rlwrappers.logs.lock.FolderLock`: a
+    second writer gets a :class:`~rlwrappers.error.LogError` naming this one) and clears an earlier log there
+    (only with ``overwrite``) when built. Each batch goes straight to the operating system, so a killed process
+    leaves every finished episode readable; :meth:`close` writes the final header, compacts the stream
+    (:func:`compact`) and releases the lock. The stream is deleted last, and while it exists readers take it
+    over the Parquet files, so a kill at any point of :meth:`close` loses nothing.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool, metadata: Mapping[str, Any] | None):
@@ -254,9 +258,11 @@ class LogStream:
         self.pa = require("pyarrow", purpose="writing logs")
         require("pyarrow.ipc")
         self.path = Path(path)
-        if (self.path / META).exists() and not overwrite:
-            raise LogError(f"`path` {str(self.path)!r} already holds a log; pass overwrite=True or choose another path")
         self.path.mkdir(parents=True, exist_ok=True)
+        self._lock = FolderLock(self.path)
+        if (self.path / META).exists() and not overwrite:
+            self._lock.release()
+            raise LogError(f"`path` {str(self.path)!r} already holds a log; pass overwrite=True or choose another path")
         for name in (META, STREAM, *(f"{t}.parquet" for t in TABLES)):
             (self.path / name).unlink(missing_ok=True)
         self._writer: Any = None
@@ -283,7 +289,8 @@ class LogStream:
             self._sink.close()
         meta.update(end_time=time.time(), episodes=episodes, seeds=seeds)
         self.write_meta(meta)
-        compact(self.path)
+        _compact(self.path)
+        self._lock.release()
 
 
 def _jsonable(value: Any) -> Any:
@@ -307,10 +314,27 @@ def _spec_json(env: gym.Env[Any, Any]) -> Any:
 def compact(path: str | os.PathLike[str]) -> None:
     """Rewrites a log's stream as ``steps.parquet`` and ``episodes.parquet``, with the header in their metadata.
 
-    :meth:`Recorder.close` calls it; call it yourself to tidy up the log of a process that was killed.
+    :meth:`Recorder.close` does it; call it yourself to tidy up the log of a process that was killed (it also
+    removes the files that process left half-written).
+
+    Raises:
+        LogError: a writer still holds the folder.
     """
-    pq = require("pyarrow.parquet", purpose="writing logs")
     root = Path(path)
+    if not (root / META).exists():
+        raise LogError(f"no rlwrappers log at {str(root)!r}: {META} is missing")
+    lock = FolderLock(root)
+    try:
+        _compact(root)
+        for leftover in root.glob("*.tmp"):  # a killed writer's unfinished replacements
+            leftover.unlink()
+    finally:
+        lock.release()
+
+
+def _compact(root: Path) -> None:
+    """Writes the Parquet files, each in one step, then deletes the stream: the stream stays whole until then."""
+    pq = require("pyarrow.parquet", purpose="writing logs")
     tables = stream_tables(root)
     if tables is None:
         return
