@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -127,6 +130,74 @@ def test_an_interrupted_sweep_resumes_without_redoing_finished_runs(tmp_path):
     assert {p: (out / p / "steps.parquet").stat().st_mtime_ns for p in stamps} == stamps  # not redone
     after = logs(again)
     pd.testing.assert_frame_equal(after[victim].steps, before[victim].steps)  # redone, identically
+
+
+def test_resume_trusts_the_logs_over_a_stale_index(tmp_path):
+    out = tmp_path / "run"
+    first = sweep(out)
+    stamps = {p: (out / p / "steps.parquet").stat().st_mtime_ns for p in first.index["path"]}
+    # An index written before the runs finished (as after Ctrl-C): every run still "pending".
+    index = json.loads((out / "index.json").read_text())
+    index["runs"] = [
+        {k: row[k] for k in ("agent", "shift", "seed", "path")} | {"status": "pending"} for row in index["runs"]
+    ]
+    (out / "index.json").write_text(json.dumps(index))
+
+    again = sweep(out)
+    assert {p: (out / p / "steps.parquet").stat().st_mtime_ns for p in stamps} == stamps  # nothing was redone
+    assert again.complete and (again.index["status"] == "complete").all()
+    pd.testing.assert_frame_equal(again.summary(), first.summary())  # no arm is missing
+    pd.testing.assert_series_equal(again.index["mean_return"], first.index["mean_return"])
+
+
+def test_a_run_whose_last_episode_was_cut_short_is_played_again(tmp_path):
+    out = tmp_path / "run"
+    expected = sweep(out).episodes()
+    victim = out / "logs" / "agent" / "baseline" / "seed1"
+    # What Ctrl-C in a run's last episode leaves: the earlier episodes, and the cut one closed as incomplete.
+    env = rw.Recorder(gym.make("CartPole-v1"), victim, overwrite=True)
+    for seed in range(3):
+        env.reset(seed=seed)
+        for _ in range(2 if seed == 2 else 500):
+            if any(env.step(0)[2:4]):
+                break
+    env.close()
+    cut = rw.read_log(victim)
+    assert cut.meta["episodes"] == 3 and list(cut.episodes["complete"]) == [True, True, False]
+
+    again = sweep(out)
+    pd.testing.assert_frame_equal(again.episodes(), expected)  # the run was played again, identically
+
+
+@pytest.mark.slow
+def test_a_second_evaluation_of_a_folder_in_use_is_refused(tmp_path):
+    out = tmp_path / "run"
+    script = (
+        "import sys, rlwrappers as rw; from rlwrappers.studies import Execution;"
+        " rw.evaluate('ppo-CartPole-v1', 'CartPole-v1', ['obs_noise(std=0.05)'], episodes=12, seeds=2,"
+        " out=sys.argv[1], execution=Execution(workers=1, progress=False))"
+    )
+    first = subprocess.Popen([sys.executable, "-c", script, str(out)])
+    try:
+        for _ in range(600):
+            if (out / "index.json").exists() or first.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert first.poll() is None, "the first evaluation ended before the second could start"
+        with pytest.raises(LogError, match=rf"being written by another writer \(pid {first.pid} on "):
+            rw.evaluate(
+                "ppo-CartPole-v1",
+                "CartPole-v1",
+                ["obs_noise(std=0.05)"],
+                episodes=12,
+                seeds=2,
+                out=out,
+                execution=Execution(workers=1, progress=False),
+            )
+    finally:
+        assert first.wait(timeout=300) == 0
+    assert rw.open_evaluation(out).complete
+    assert not (out / "writer.lock").exists()
 
 
 def test_a_different_request_for_the_same_folder_is_refused(tmp_path):

@@ -37,6 +37,8 @@ from rlwrappers import agents as agents_module
 from rlwrappers._optional import require
 from rlwrappers._version import __version__
 from rlwrappers.error import InvalidArgument, InvalidType, LogError
+from rlwrappers.logs.lock import LOCK_FILE, FolderLock
+from rlwrappers.logs.reader import read_episodes, read_meta
 from rlwrappers.schedule import Schedule
 from rlwrappers.studies import arms
 from rlwrappers.studies.design import (
@@ -53,6 +55,7 @@ from rlwrappers.studies.design import (
     check_counts,
     check_protocol,
     directory_name,
+    index_row,
     is_parallel,
     parse_agents,
     parse_seeds,
@@ -166,13 +169,27 @@ def _run_on_ray(spec: RunSpec, agent: Any, settings: Settings, root: str, stack:
     return run_one(spec, agent, settings, root, stack)
 
 
-def _complete(root: Path, spec: RunSpec, episodes: int) -> bool:
-    """Whether a run's log is finished: compacted, with ``episodes`` complete episodes."""
-    meta_path = root / spec.path / "meta.json"
-    if not (root / spec.path / "episodes.parquet").exists() or not meta_path.exists():
-        return False
-    meta = json.loads(meta_path.read_text())
-    return "end_time" in meta and meta.get("episodes") == episodes
+def _finished_row(
+    root: Path, spec: RunSpec, episodes: int, previous: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """The index row of a run whose log on disk is finished, or None: the log decides, never the index.
+
+    A log is finished when it was closed and its episode table holds exactly ``episodes`` episodes, all
+    complete (an episode that ``close`` cut short does not count).
+    """
+    path = root / spec.path
+    if not (path / "episodes.parquet").exists():
+        return None
+    try:
+        meta, table = read_meta(path), read_episodes(path)
+    except (LogError, OSError, ValueError):
+        return None
+    if "end_time" not in meta or len(table) != episodes or not table["complete"].astype(bool).all():
+        return None
+    if previous is not None and previous.get("status") == "complete":
+        return dict(previous)
+    seconds = round(float(meta["end_time"]) - float(meta["start_time"]), 3)
+    return {**index_row(spec, table["return"].to_numpy(dtype=float), 0.0), "seconds": seconds}
 
 
 def evaluate(
@@ -275,7 +292,6 @@ def evaluate(
 
     root = Path(out)
     request = {"rlwrappers": __version__, **asdict(settings), "seeds": run_seeds}
-    _claim(root, request)
     specs = [
         RunSpec(
             name,
@@ -288,32 +304,48 @@ def evaluate(
         for shift in (BASELINE, *settings.shifts)
         for seed in run_seeds
     ]
+    lock = _claim(root, request)
+    try:
+        _play(root, specs, named_agents, settings, stack, execution)
+    finally:
+        lock.release()
+    result = open_evaluation(root)
+    if settings.shift_at is not None:
+        warn_if_not_identical(result.fixed_seed_check())
+    return result
+
+
+def _play(
+    root: Path,
+    specs: Sequence[RunSpec],
+    agents: dict[str, Any],
+    settings: Settings,
+    stack: Stack,
+    execution: Execution,
+) -> None:
+    """Plays the runs whose logs are not finished, keeping the index up to date, then takes the probes."""
     previous = _read_index(root)
     index: dict[str, dict[str, Any]] = {}
     todo = []
     for spec in specs:
-        if _complete(root, spec, settings.episodes - spec.first_episode):
-            index[spec.path] = previous.get(spec.path) or {**asdict(spec), "status": "complete"}
-        else:
-            index[spec.path] = {**asdict(spec), "status": "pending"}
+        row = _finished_row(root, spec, settings.episodes - spec.first_episode, previous.get(spec.path))
+        if row is None:
+            row = {**asdict(spec), "status": "pending"}
             todo.append(spec)
+        index[spec.path] = row
     _write_index(root, index)
 
     played = {spec.path: settings.episodes - spec.first_episode for spec in specs}
     bar = _progress(sum(played.values()), execution.progress)
     bar.update(sum(played.values()) - sum(played[spec.path] for spec in todo))
     try:
-        for row in _execute(todo, named_agents, settings, root, stack, execution):
+        for row in _execute(todo, agents, settings, root, stack, execution):
             index[row["path"]] = row
             _write_index(root, index)
             bar.update(played[row["path"]])
     finally:
         bar.close()
-    run_probes(named_agents, settings, root, stack)
-    result = open_evaluation(root)
-    if settings.shift_at is not None:
-        warn_if_not_identical(result.fixed_seed_check())
-    return result
+    run_probes(agents, settings, root, stack)
 
 
 def _check_applies(agents: Mapping[str, Any], settings: Settings, stack: Stack) -> None:
@@ -327,20 +359,31 @@ def _check_applies(agents: Mapping[str, Any], settings: Settings, stack: Stack) 
             env.close()
 
 
-def _claim(root: Path, request: dict[str, Any]) -> None:
-    """Writes the request, or checks that the directory holds the same one (so a resume continues it)."""
-    path = root / SPEC_FILE
-    text = json.dumps(request, indent=1, default=str)
-    if path.exists():
-        if json.loads(path.read_text()) != json.loads(text):
+def _claim(root: Path, request: dict[str, Any]) -> FolderLock:
+    """Takes the run folder and writes the request, or checks that it holds the same one (a resume).
+
+    The folder stays locked until the returned lock is released: a second evaluation of the same folder, in
+    any process, gets a :class:`~rlwrappers.error.LogError` naming the holder.
+    """
+    if not (root / SPEC_FILE).exists() and root.exists() and any(p.name != LOCK_FILE for p in root.iterdir()):
+        raise LogError(f"`out` {str(root)!r} is not empty and holds no evaluation; choose an empty or new folder")
+    root.mkdir(parents=True, exist_ok=True)
+    lock = FolderLock(root)
+    try:
+        path = root / SPEC_FILE
+        text = json.dumps(request, indent=1, default=str)
+        if not path.exists():
+            tmp = root / f"{SPEC_FILE}.tmp"
+            tmp.write_text(text + "\n")
+            tmp.replace(path)
+        elif json.loads(path.read_text()) != json.loads(text):
             raise LogError(
                 f"{str(root)!r} holds a different evaluation; pass another `out`, or delete it to start over"
             )
-        return
-    if root.exists() and any(root.iterdir()):
-        raise LogError(f"`out` {str(root)!r} is not empty and holds no evaluation; choose an empty or new folder")
-    root.mkdir(parents=True, exist_ok=True)
-    path.write_text(text + "\n")
+    except BaseException:
+        lock.release()
+        raise
+    return lock
 
 
 def _read_index(root: Path) -> dict[str, dict[str, Any]]:
