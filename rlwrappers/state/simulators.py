@@ -15,6 +15,7 @@ Anything else raises :class:`~rlwrappers.error.StateNotSettable` when a state pe
 from __future__ import annotations
 
 import abc
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -24,7 +25,7 @@ from numpy.typing import NDArray
 
 from rlwrappers.error import StateNotSettable
 
-__all__ = ["CLASSIC_PARAMETERS", "Simulator", "simulator"]
+__all__ = ["CLASSIC_PARAMETERS", "Change", "ParameterLedger", "Simulator", "ledger", "simulator"]
 
 #: The constants a dynamics shift may change in each classic-control env, by class name. Derived constants
 #: (CartPole's ``total_mass`` and ``polemass_length``) are recomputed whenever one of their inputs changes.
@@ -185,6 +186,67 @@ class _Mujoco(Simulator):
 
 def _is_mujoco(env: Any) -> bool:
     return any(cls.__name__ == "MujocoEnv" for cls in type(env).__mro__)
+
+
+#: A change of parameters: for each name, the value that replaces it (None: keep) and the factor that scales it.
+Change = Mapping[str, tuple[Any, Any]]
+
+
+class ParameterLedger:
+    """The physical parameters of one simulated env: their base values and the changes active on top of them.
+
+    The base values are read once, when the first dynamics shift binds to the env, so shifts that follow one
+    another, or a shift dropped without being closed, never compound. A parameter's value is its base with
+    the active changes applied in the order they were activated: each change's value (if it gives one)
+    replaces the value so far, then its factor multiplies it. Changes whose owners a reset no longer reaches (a
+    wrapper dropped without closing) are forgotten by :meth:`retain`.
+    """
+
+    def __init__(self, base: Mapping[str, NDArray[np.float64]]):
+        self.base = {name: value.copy() for name, value in base.items()}
+        self._active: list[tuple[weakref.ref[Any], Change]] = []
+
+    def activate(self, owner: Any, change: Change, sim: Simulator) -> None:
+        """Adds ``owner``'s change on top of those active, and sets the parameters it touches."""
+        self._active.append((weakref.ref(owner), change))
+        self.refresh(change, sim)
+
+    def deactivate(self, owner: Any, sim: Simulator) -> None:
+        """Removes ``owner``'s changes, and sets the parameters they touched from the base and the others."""
+        touched = {name for ref, change in self._active if ref() is owner for name in change}
+        self._active = [(ref, change) for ref, change in self._active if ref() is not owner]
+        self.refresh(touched, sim)
+
+    def retain(self, owners: Any, sim: Simulator) -> None:
+        """Forgets the changes of every owner not in ``owners``, and sets the parameters they touched."""
+        kept = {id(owner) for owner in owners}
+        dropped = {name for ref, change in self._active if id(ref()) not in kept for name in change}
+        self._active = [(ref, change) for ref, change in self._active if id(ref()) in kept]
+        self.refresh(dropped, sim)
+
+    def refresh(self, names: Any, sim: Simulator) -> None:
+        """Sets the parameters ``names`` to their base with the live active changes applied, in order."""
+        self._active = [(ref, change) for ref, change in self._active if ref() is not None]
+        for name in names:
+            value = self.base[name]
+            for _, change in self._active:
+                if name in change:
+                    given, factor = change[name]
+                    if given is not None:
+                        value = np.broadcast_to(np.asarray(given, dtype=np.float64), value.shape)
+                    value = value * np.asarray(factor, dtype=np.float64)
+            sim.set_parameter(name, value)
+
+
+_LEDGERS: weakref.WeakKeyDictionary[Any, ParameterLedger] = weakref.WeakKeyDictionary()
+
+
+def ledger(sim: Simulator) -> ParameterLedger:
+    """The one :class:`ParameterLedger` of ``sim``'s env, made from its current parameters on first use."""
+    found = _LEDGERS.get(sim.env)
+    if found is None:
+        found = _LEDGERS[sim.env] = ParameterLedger(sim.parameters())
+    return found
 
 
 def simulator(env: gym.Env[Any, Any], *, purpose: str) -> Simulator:

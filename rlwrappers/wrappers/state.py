@@ -154,8 +154,11 @@ class DynamicsShiftPerturbation(Perturbation):
     ``values`` sets parameters, ``scales`` multiplies them (after ``values``). Classic-control parameters are
     the env's constants (:data:`rlwrappers.state.simulators.CLASSIC_PARAMETERS`); MuJoCo parameters are the numeric
     arrays of the model (``body_mass``, ``geom_friction``, ``actuator_gear``, ``opt.gravity``, ...), set as a
-    whole by a number or element-wise by a nested list. The original values come back, bit for bit, when the
-    schedule switches off and at every reset.
+    whole by a number or element-wise by a nested list. The base values (the env's, when the first dynamics
+    shift bound to it) come back, bit for bit, when the schedule switches off, at every reset and on close.
+    Several shifts active at once on one parameter compose in the order they switched on: a later ``values``
+    replaces the value so far, and every ``scales`` multiplies it
+    (:class:`~rlwrappers.state.simulators.ParameterLedger`).
 
     Args:
         values: parameter name to new value, e.g. {"gravity": 12.0} or {"opt.gravity": [0, 0, -12]}.
@@ -174,12 +177,13 @@ class DynamicsShiftPerturbation(Perturbation):
         for key, factor in self.scales.items():
             if np.any(np.asarray(factor) < 0):
                 raise InvalidArgument(f"`scales[{key!r}]` must be >= 0, received {factor!r}")
-        self._saved: dict[str, np.ndarray] = {}
 
     @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
+        self._env = env
         self._sim = simulators.simulator(env, purpose="dynamics_shift")
-        current = self._sim.parameters()
+        self._ledger = simulators.ledger(self._sim)
+        current = self._ledger.base
         for arg in ("values", "scales"):
             given = getattr(self, arg)
             _check.keys(arg, given, list(current))
@@ -193,20 +197,32 @@ class DynamicsShiftPerturbation(Perturbation):
                     ) from None
 
     @override
+    def start_episode(self) -> None:
+        # The env was just reset through this layer: the only changes that still hold are those the layers
+        # under it made again. Any other (a wrapper dropped without closing) is forgotten, and the parameters
+        # this shift changes start from their base.
+        self._ledger.retain(_perturbations_under(self._env), self._sim)
+        self._ledger.refresh({*self.values, *self.scales}, self._sim)
+
+    @override
     def activate(self, env: gym.Env[Any, Any], rng: np.random.Generator) -> Record:
-        current = self._sim.parameters()
-        self._saved = {key: current[key].copy() for key in {*self.values, *self.scales}}
-        for key, original in self._saved.items():
-            value = np.broadcast_to(np.asarray(self.values.get(key, original), dtype=np.float64), original.shape)
-            value = value * np.asarray(self.scales.get(key, 1.0), dtype=np.float64)
-            self._sim.set_parameter(key, value)
+        change = {key: (self.values.get(key), self.scales.get(key, 1.0)) for key in {*self.values, *self.scales}}
+        self._ledger.activate(self, change, self._sim)
         return {}
 
     @override
     def deactivate(self, env: gym.Env[Any, Any]) -> None:
-        for key, original in self._saved.items():
-            self._sim.set_parameter(key, original)
-        self._saved = {}
+        self._ledger.deactivate(self, self._sim)
+
+
+def _perturbations_under(env: gym.Env[Any, Any]) -> list[Perturbation]:
+    """The perturbations of the layers in ``env``'s stack, from ``env`` down to the base env."""
+    found: list[Perturbation] = []
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, PerturbationLayer):
+            found.extend(env.perturbations)
+        env = env.env
+    return found
 
 
 @register_wrapper("dynamics_shift")
