@@ -271,8 +271,10 @@ class Entry:
     label: str | None = None
 
     def __post_init__(self) -> None:
-        if self.label is not None and (not isinstance(self.label, str) or not re.fullmatch(r"[\w.-]+", self.label)):
-            raise InvalidArgument(f"`label` must be a word such as 'noise_1', received {self.label!r}")
+        label = self.label
+        if label is not None and (not isinstance(label, str) or not re.fullmatch(r"[\w.-]{1,64}", label)):
+            shown = repr(label) if len(repr(label)) <= 80 else f"{repr(label)[:77]}..."
+            raise InvalidArgument(f"`label` must be a word of at most 64 characters, like 'noise_1', received {shown}")
 
     @classmethod
     def parse(cls, spec: str | Mapping[str, Any] | Perturbation | Entry, when: Any = None) -> Entry:

@@ -4,18 +4,32 @@ A spec string names a perturbation (``"obs_noise(std=0.1)"``) or a schedule
 (``"starting(episode=10) & prob(p=0.5)"``). Values are Python literals (numbers, strings, booleans,
 ``None``, lists, tuples, dicts); schedules nest as calls and combine with ``&``, ``|`` and ``~``. Nothing is
 evaluated: the text is parsed, never executed.
+
+Hostile text is refused with a :class:`~rlwrappers.error.SpecSyntaxError` that quotes at most
+:data:`QUOTED` characters of it around the failing column: texts longer than :data:`MAX_LENGTH`, nesting
+deeper than :data:`MAX_DEPTH`, a keyword given twice, names that are not ASCII (Python would silently fold a
+full-width ``std`` into ``std``), and ``nan`` or ``inf`` where a number belongs.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from rlwrappers.error import SpecSyntaxError
 
-__all__ = ["Call", "format_call", "format_value", "parse"]
+__all__ = ["MAX_DEPTH", "MAX_LENGTH", "QUOTED", "Call", "format_call", "format_value", "parse"]
+
+#: The longest spec string accepted, in characters.
+MAX_LENGTH: Final = 2000
+#: The deepest nesting of calls, operators and containers accepted.
+MAX_DEPTH: Final = 32
+#: The most characters of a refused text an error message quotes.
+QUOTED: Final = 80
 
 
 @dataclass(frozen=True)
@@ -44,9 +58,12 @@ def parse(text: str, *, what: str = "spec") -> Call:
         SpecSyntaxError: the text is not a spec string; the message points at the column where parsing failed.
     """
     if not isinstance(text, str):
-        raise SpecSyntaxError(f"a {what} string must be a str, received {text!r}")
+        raise SpecSyntaxError(f"a {what} string must be a str, received {_quoted(repr(text))}")
     source = text.strip()
+    if len(source) > MAX_LENGTH:
+        raise SpecSyntaxError(_pointed(what, source, MAX_LENGTH, f"longer than {MAX_LENGTH} characters"))
     try:
+        _check_names(source)
         tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:
         # Python reports an unexpected end of the text at offset 0 or past it: point at the end.
@@ -54,6 +71,9 @@ def parse(text: str, *, what: str = "spec") -> Call:
         if not 0 <= column < len(source):
             column = len(source)
         raise SpecSyntaxError(_pointed(what, source, column, exc.msg)) from None
+    except (RecursionError, MemoryError):
+        raise SpecSyntaxError(_pointed(what, source, 0, f"nested deeper than {MAX_DEPTH} levels")) from None
+    _check_depth(tree.body, source, what)
     node = _convert(tree.body, source, what)
     if isinstance(node, str):
         return Call(node)
@@ -62,8 +82,38 @@ def parse(text: str, *, what: str = "spec") -> Call:
     return node
 
 
+def _quoted(text: str) -> str:
+    return text if len(text) <= QUOTED else f"{text[: QUOTED - 3]}..."
+
+
 def _pointed(what: str, source: str, column: int, reason: str) -> str:
-    return f"could not parse {what} {source!r} at column {column + 1}: {reason}\n    {source}\n    {' ' * column}^"
+    """The message of a failure at ``column``, quoting at most :data:`QUOTED` characters around it."""
+    start = min(max(column - QUOTED // 2, 0), max(len(source) - QUOTED, 0))
+    excerpt = source[start : start + QUOTED]
+    left, right = ("..." if start else ""), ("..." if start + QUOTED < len(source) else "")
+    caret = " " * (len(left) + column - start) + "^"
+    return (
+        f"could not parse {what} {_quoted(source)!r} at column {column + 1}: {reason}\n"
+        f"    {left}{excerpt}{right}\n    {caret}"
+    )
+
+
+def _check_names(source: str) -> None:
+    """Refuses names that are not ASCII: Python folds them (NFKC), so a full-width ``std`` would read ``std``."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.NAME and not token.string.isascii():
+                raise SyntaxError(f"`{token.string}` is not an ASCII name", ("<spec>", 1, token.start[1] + 1, source))
+    except (tokenize.TokenError, IndentationError):
+        return  # unbalanced text: ast.parse says where
+
+
+def _check_depth(node: ast.AST, source: str, what: str, depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        column = getattr(node, "col_offset", 0)
+        raise SpecSyntaxError(_pointed(what, source, column, f"nested deeper than {MAX_DEPTH} levels"))
+    for child in ast.iter_child_nodes(node):
+        _check_depth(child, source, what, depth + 1)
 
 
 _OPERATORS: dict[type, str] = {ast.BitAnd: "&", ast.BitOr: "|"}
@@ -81,6 +131,8 @@ def _convert(node: ast.AST, source: str, what: str) -> Any:
         for kw in node.keywords:
             if kw.arg is None:
                 raise SpecSyntaxError(_pointed(what, source, kw.value.col_offset - 2, "`**` is not allowed"))
+            if kw.arg in kwargs:
+                raise SpecSyntaxError(_pointed(what, source, kw.col_offset, f"`{kw.arg}` is given twice"))
             kwargs[kw.arg] = _value(kw.value, source, what)
         return Call(node.func.id, args, kwargs)
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
@@ -92,8 +144,16 @@ def _convert(node: ast.AST, source: str, what: str) -> Any:
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        for name in ast.walk(node):
+            if isinstance(name, ast.Name) and name.id.lower() in _NOT_NUMBERS:
+                raise SpecSyntaxError(
+                    _pointed(what, source, name.col_offset, f"`{name.id}` is not a finite number")
+                ) from None
         column = getattr(node, "col_offset", 0)
         raise SpecSyntaxError(_pointed(what, source, column, f"`{ast.unparse(node)}` is not a literal value")) from None
+
+
+_NOT_NUMBERS: Final = frozenset({"nan", "inf", "infinity"})
 
 
 def _as_call(value: Any) -> Any:
@@ -102,6 +162,8 @@ def _as_call(value: Any) -> Any:
 
 def _value(node: ast.AST, source: str, what: str) -> Any:
     """A call argument: a literal, or a nested call or bare name (a schedule such as ``always``)."""
+    if isinstance(node, ast.Name) and node.id.lower() in _NOT_NUMBERS:
+        raise SpecSyntaxError(_pointed(what, source, node.col_offset, f"`{node.id}` is not a finite number"))
     if isinstance(node, ast.Name) and node.id not in ("True", "False", "None"):
         return Call(node.id)
     return _convert(node, source, what)

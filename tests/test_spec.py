@@ -289,7 +289,11 @@ def test_spec_strings_rebuild_wrappers_through_env_spec():
         ("sticky_action(duration=(3, 1))", InvalidArgument, "`duration` must have low <= high"),
         ("dynamics_shift(scales={'length': -1.0})", InvalidArgument, "`scales['length']` must be >= 0"),
         ("dynamics_shift(values=[1, 2])", InvalidType, "`values` must be a dict of parameter names to values"),
-        ("obs_noise(label='a b')", InvalidArgument, "`label` must be a word such as 'noise_1', received 'a b'"),
+        (
+            "obs_noise(label='a b')",
+            InvalidArgument,
+            "`label` must be a word of at most 64 characters, like 'noise_1', received 'a b'",
+        ),
         ("obs_noise(label=3)", InvalidArgument, "`label` must be a word"),
         ("obs_noise(when=3)", InvalidType, "`when` must be a schedule, a spec string, a dict or None, received 3"),
         ("obs_noise(when='sometimes')", UnknownName, "unknown schedule `sometimes`"),
