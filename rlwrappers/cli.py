@@ -19,7 +19,7 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import gymnasium as gym
 
@@ -303,14 +303,21 @@ def _report(args: argparse.Namespace) -> int:
     from rlwrappers.studies.results import open_evaluation
 
     evaluation = open_evaluation(args.run_dir)
-    if not evaluation.complete:
-        missing = int((evaluation.index["status"] != "complete").sum())
-        print(f"PARTIAL: {missing} of {len(evaluation.index)} runs have not finished; the numbers leave them out.")
+    index = evaluation.index
+    missing = index[index["status"] != "complete"]
+    if len(missing):
+        print(f"PARTIAL: {len(missing)} of {len(index)} runs have not finished; the numbers leave them out:")
+        for run in missing.itertuples():
+            print(f"  {run.agent} / {run.shift} / seed {run.seed} ({run.path})")
     print(format_table(evaluation.summary()))
     _protocol_statements(evaluation, args.aggregate)
     page = write_report(evaluation, args.out, minimum=args.min_score, lpips=_lpips(args), aggregate=args.aggregate)
     print(f"Report: {page.resolve()}")
-    return 0
+    return PARTIAL if len(missing) else 0
+
+
+#: The exit status of a report written while some runs have not finished (errors exit with 2).
+PARTIAL: Final = 3
 
 
 def _run_arguments(parser: argparse.ArgumentParser) -> None:

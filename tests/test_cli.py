@@ -158,8 +158,10 @@ def test_evaluate_then_report_from_the_command_line(tmp_path):
     index["runs"][-1]["status"] = "pending"  # as an interrupted sweep leaves it
     (out / "index.json").write_text(json.dumps(index))
     partial = run("report", str(out))
-    assert partial.returncode == 0, partial.stderr
+    assert partial.returncode == 3, partial.stderr  # written, but not the whole story
     assert partial.stdout.startswith("PARTIAL: 1 of 4 runs have not finished")
+    last = index["runs"][-1]
+    assert f"  {last['agent']} / {last['shift']} / seed {last['seed']} ({last['path']})" in partial.stdout
 
 
 CARTPOLE = ["evaluate", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1"]
