@@ -2,12 +2,19 @@
 
 A log whose writer was killed is read from its Arrow stream up to the last finished episode. Multi-agent logs
 read the same way; :func:`team_returns` and :func:`who_acted` read their per-agent columns.
+
+A damaged log never reads as data: an unreadable header, a damaged Parquet file (their pages carry
+checksums), a stream whose schema cannot be read, or tables that break the log's invariants (episode ids in
+order, each episode's steps numbered from 0, as many as its length) raise a
+:class:`~rlwrappers.error.LogError` naming the file and what is wrong. A stream is read up to its first
+unreadable batch, which keeps every complete episode before the damage: a killed writer leaves such a tail.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +24,7 @@ from numpy.typing import NDArray
 
 from rlwrappers._optional import require
 from rlwrappers.error import InvalidArgument, LogError
-from rlwrappers.logs.schema import EPISODE_KEY, FORMAT, META, STREAM, TABLES, log_schemas
+from rlwrappers.logs.schema import CHECKSUM_KEY, EPISODE_KEY, FORMAT, META, STREAM, TABLES, log_schemas
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,16 +57,45 @@ def read_stream(path: Path) -> tuple[pa.Table, list[dict[str, Any]]] | None:
     with pa.OSFile(str(path), "rb") as source:
         try:
             reader = ipc.open_stream(source)
-        except pa.ArrowInvalid:
-            return None
+        except (pa.ArrowException, OSError) as exc:
+            raise LogError(f"{str(path)!r} is damaged: its schema cannot be read ({_first_line(exc)})") from None
         while True:
             try:
                 item = reader.read_next_batch_with_custom_metadata()
-            except (StopIteration, pa.ArrowInvalid, OSError):
+                episode = json.loads(item.custom_metadata[EPISODE_KEY.encode()])
+                checksum = item.custom_metadata.get(CHECKSUM_KEY.encode())
+                damaged = checksum is not None and int(checksum) != zlib.crc32(item.batch.serialize())
+            except StopIteration:
+                break
+            except (pa.ArrowException, OSError, KeyError, TypeError, ValueError):
+                break  # a torn or damaged batch: the episodes before it are whole
+            if damaged:
+                break
+            if not _fits(item.batch, episode):
                 break
             batches.append(item.batch)
-            episodes.append(json.loads(item.custom_metadata[EPISODE_KEY.encode()]))
+            episodes.append(episode)
         return pa.Table.from_batches(batches, schema=reader.schema), episodes
+
+
+def _fits(batch: Any, episode: Any) -> bool:
+    """Whether a stream batch holds the steps of its episode row: one episode, numbered from 0, all of them."""
+    if not isinstance(episode, dict) or not isinstance(episode.get("episode"), int):
+        return False
+    names = batch.schema.names
+    if "agent" in names:  # multi-agent steps: one row per agent, checked by episode only
+        return bool(np.all(batch.column("episode").to_numpy(zero_copy_only=False) == episode["episode"]))
+    ids = batch.column("episode").to_numpy(zero_copy_only=False)
+    steps = batch.column("step").to_numpy(zero_copy_only=False)
+    return bool(
+        len(steps) == episode.get("length")
+        and np.all(ids == episode["episode"])
+        and np.array_equal(steps, np.arange(len(steps)))
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
 def stream_tables(root: Path) -> dict[str, pa.Table] | None:
@@ -69,8 +105,13 @@ def stream_tables(root: Path) -> dict[str, pa.Table] | None:
     if read is None:
         return None
     steps, episodes = read
-    _, schema = log_schemas(pa, json.loads((root / META).read_text()))
-    return {"steps": steps, "episodes": pa.Table.from_pylist(episodes, schema=schema)}
+    steps_schema, schema = log_schemas(pa, read_meta(root))
+    if steps.schema.names != steps_schema.names:
+        raise LogError(f"{str(root / STREAM)!r} is damaged: its columns are not its header's")
+    try:
+        return {"steps": steps, "episodes": pa.Table.from_pylist(episodes, schema=schema)}
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        raise LogError(f"{str(root / STREAM)!r} is damaged: its episode rows do not fit the header ({exc})") from None
 
 
 @dataclass(frozen=True)
@@ -110,7 +151,12 @@ def read_meta(root: Path) -> dict[str, Any]:
     meta_path = root / META
     if not meta_path.exists():
         raise LogError(f"no rlwrappers log at {str(root)!r}: {META} is missing")
-    meta: dict[str, Any] = json.loads(meta_path.read_text())
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LogError(f"{str(meta_path)!r} is damaged: not a JSON header ({_first_line(exc)})") from None
+    if not isinstance(meta, dict):
+        raise LogError(f"{str(meta_path)!r} is damaged: the header is a {type(meta).__name__}, not an object")
     if meta.get("format") != FORMAT:
         raise LogError(f"{str(meta_path)!r} is not an rlwrappers log header (format {meta.get('format')!r})")
     return meta
@@ -126,12 +172,62 @@ def frames(root: Path, meta: dict[str, Any], names: tuple[str, ...]) -> dict[str
     pq = require("pyarrow.parquet", purpose="reading logs")
     pa = require("pyarrow")
     nullable = {pa.int64(): pd.Int64Dtype(), pa.uint64(): pd.UInt64Dtype(), pa.bool_(): pd.BooleanDtype()}.get
-    if (root / STREAM).exists() or not (root / "steps.parquet").exists():
+    compacted = any((root / f"{name}.parquet").exists() for name in TABLES)
+    if (root / STREAM).exists() or not compacted:
+        if not compacted and not (root / STREAM).exists() and meta.get("episodes"):
+            raise LogError(f"the log at {str(root)!r} is damaged: it was closed with episodes, but holds no table")
         empty = dict(zip(TABLES, (schema.empty_table() for schema in log_schemas(pa, meta)), strict=True))
         tables = stream_tables(root) or empty
     else:
-        tables = {name: pq.read_table(root / f"{name}.parquet") for name in names}
+        tables = {}
+        for name in names:
+            file = root / f"{name}.parquet"
+            try:
+                tables[name] = pq.read_table(file, page_checksum_verification=True)
+            except (pa.ArrowException, OSError) as exc:
+                raise LogError(f"{str(file)!r} is damaged or missing ({_first_line(exc)})") from None
+        expected = dict(zip(TABLES, log_schemas(pa, meta), strict=True))
+        for name in names:
+            if tables[name].schema.names != expected[name].names:
+                raise LogError(f"{str(root / f'{name}.parquet')!r} is damaged: its columns are not its header's")
+    _check_invariants(root, {name: tables[name] for name in names})
     return {name: tables[name].to_pandas(types_mapper=nullable) for name in names}
+
+
+def _check_invariants(root: Path, tables: dict[str, pa.Table]) -> None:
+    """Refuses tables that break what every log holds, so that damage never reads as data."""
+    episodes, steps = tables.get("episodes"), tables.get("steps")
+
+    def column(table: pa.Table, name: str) -> NDArray[np.int64]:
+        values = table.column(name)
+        if values.null_count:
+            raise LogError(f"the log at {str(root)!r} is damaged: its `{name}` column has gaps")
+        return np.asarray(values.to_numpy(), dtype=np.int64)
+
+    if episodes is not None and episodes.num_rows:
+        ids = column(episodes, "episode")
+        if ids.min() < 0 or np.any(np.diff(ids) <= 0):
+            raise LogError(f"the log at {str(root)!r} is damaged: its episode ids are not increasing from 0")
+    if steps is None or not steps.num_rows or "agent" in steps.schema.names:
+        return
+    ids = column(steps, "episode")
+    numbers = column(steps, "step")
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    expected = np.arange(len(numbers)) - np.repeat(starts, np.diff(np.r_[starts, len(numbers)]))
+    if np.any(np.diff(ids) < 0) or not np.array_equal(numbers, expected):
+        raise LogError(f"the log at {str(root)!r} is damaged: its steps are not numbered from 0 in each episode")
+    if episodes is not None:
+        listed = column(episodes, "episode")
+        lengths = column(episodes, "length")
+        counted = np.zeros_like(lengths)
+        found, counts = np.unique(ids, return_counts=True)
+        where = np.searchsorted(listed, found)
+        known = (where < len(listed)) & (listed[np.minimum(where, len(listed) - 1)] == found)
+        counted[where[known]] = counts[known]
+        wrong = np.flatnonzero(counted != lengths)
+        if not known.all() or len(wrong):
+            at = int(found[~known][0]) if not known.all() else int(listed[wrong[0]])
+            raise LogError(f"the log at {str(root)!r} is damaged: the steps of episode {at} do not match its length")
 
 
 def episode_returns(log: Log, *, complete_only: bool = True) -> NDArray[np.float64]:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "CHECKSUM_KEY",
     "EPISODE_KEY",
     "FORMAT",
     "FORMAT_VERSION",
@@ -57,6 +58,8 @@ META: Final = "meta.json"
 TABLES: Final = ("steps", "episodes")
 STREAM: Final = "stream.arrows"
 EPISODE_KEY: Final = "episode"
+#: The key of a stream batch's CRC-32 (of its serialized steps); streams written without it still read.
+CHECKSUM_KEY: Final = "crc32"
 
 
 def arrow_type(pa: Any, kind: str, action_type: Any) -> Any:

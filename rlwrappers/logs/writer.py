@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import time
+import zlib
 from collections.abc import Mapping
 from numbers import Integral
 from pathlib import Path
@@ -28,6 +29,7 @@ from rlwrappers.error import InvalidArgument, InvalidType, LogError
 from rlwrappers.logs.lock import FolderLock
 from rlwrappers.logs.reader import stream_tables
 from rlwrappers.logs.schema import (
+    CHECKSUM_KEY,
     EPISODE_KEY,
     FORMAT,
     FORMAT_VERSION,
@@ -275,11 +277,12 @@ class LogStream:
         tmp.replace(self.path / META)
 
     def write(self, batch: Any, episode: Mapping[str, Any]) -> None:
-        """Appends one episode: its steps as ``batch``, its episode row in the batch's metadata."""
+        """Appends one episode: its steps as ``batch``, its episode row and the steps' checksum in its metadata."""
         if self._writer is None:
             self._sink = self.pa.OSFile(str(self.path / STREAM), "wb")
             self._writer = self.pa.ipc.new_stream(self._sink, batch.schema)
-        self._writer.write_batch(batch, custom_metadata={EPISODE_KEY: json.dumps(episode)})
+        metadata = {EPISODE_KEY: json.dumps(episode), CHECKSUM_KEY: str(zlib.crc32(batch.serialize()))}
+        self._writer.write_batch(batch, custom_metadata=metadata)
         self._sink.flush()
 
     def close(self, meta: dict[str, Any], *, episodes: int, seeds: list[int]) -> None:
@@ -341,6 +344,6 @@ def _compact(root: Path) -> None:
     header = (root / META).read_bytes()
     for name, table in tables.items():
         tmp = root / f"{name}.parquet.tmp"
-        pq.write_table(table.replace_schema_metadata({b"rlwrappers": header}), tmp)
+        pq.write_table(table.replace_schema_metadata({b"rlwrappers": header}), tmp, write_page_checksum=True)
         tmp.replace(root / f"{name}.parquet")
     (root / STREAM).unlink()
