@@ -45,9 +45,10 @@ __all__ = [
 
 
 def read_stream(path: Path) -> tuple[pa.Table, list[dict[str, Any]]] | None:
-    """The steps and episode rows of every complete batch of a log's stream.
+    """The steps and episode rows of a log's stream, up to its first torn or damaged batch.
 
-    A torn tail, left by a killed writer, is dropped: every episode written before it is kept.
+    A torn tail, left by a killed writer, is dropped: every episode written before it is kept. A batch is
+    damaged when its checksum or its steps do not match its episode row.
     """
     pa = require("pyarrow", purpose="reading logs")
     ipc = require("pyarrow.ipc")
@@ -69,9 +70,7 @@ def read_stream(path: Path) -> tuple[pa.Table, list[dict[str, Any]]] | None:
                 break
             except (pa.ArrowException, OSError, KeyError, TypeError, ValueError):
                 break  # a torn or damaged batch: the episodes before it are whole
-            if damaged:
-                break
-            if not _fits(item.batch, episode):
+            if damaged or not _fits(item.batch, episode):
                 break
             batches.append(item.batch)
             episodes.append(episode)
@@ -83,6 +82,8 @@ def _fits(batch: Any, episode: Any) -> bool:
     if not isinstance(episode, dict) or not isinstance(episode.get("episode"), int):
         return False
     names = batch.schema.names
+    if "episode" not in names or ("agent" not in names and "step" not in names):
+        return False
     if "agent" in names:  # multi-agent steps: one row per agent, checked by episode only
         return bool(np.all(batch.column("episode").to_numpy(zero_copy_only=False) == episode["episode"]))
     ids = batch.column("episode").to_numpy(zero_copy_only=False)
