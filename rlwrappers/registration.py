@@ -8,10 +8,12 @@ other ID. IDs are derived from the spec text alone, so they are the same in ever
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import re
+import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import gymnasium as gym
@@ -20,7 +22,17 @@ from gymnasium.envs.registration import EnvSpec, WrapperSpec
 from rlwrappers.core import Entry, Perturb, Perturbation
 from rlwrappers.error import InvalidArgument, UnknownName, did_you_mean
 
-__all__ = ["CATALOGUE", "NAMESPACE", "CatalogueEntry", "base_ids", "catalogue", "register", "register_catalogue"]
+__all__ = [
+    "CATALOGUE",
+    "NAMESPACE",
+    "CatalogueEntry",
+    "EnvFactory",
+    "base_ids",
+    "catalogue",
+    "make_fn",
+    "register",
+    "register_catalogue",
+]
 
 NAMESPACE: Final = "rlwrappers"
 _PERTURB_ENTRY_POINT: Final = f"{Perturb.__module__}:{Perturb.__name__}"
@@ -115,7 +127,46 @@ def register(
         )
     gym.register(**new)
     _BASES[env_id] = base_id
+    caller = inspect.currentframe()
+    if caller is not None and caller.f_back is not None and caller.f_back.f_globals.get("__name__") == "__main__":
+        warnings.warn(
+            f"`{env_id}` is registered by the main script, so worker processes started with spawn or forkserver"
+            " (SB3's SubprocVecEnv on macOS and Windows, or with CUDA) will not know it: give them"
+            f" rlwrappers.registration.make_fn({env_id!r}) instead of the ID",
+            UserWarning,
+            stacklevel=2,
+        )
     return env_id
+
+
+@dataclass(frozen=True)
+class EnvFactory:
+    """A picklable ``env_fn`` that makes an env from its full registered spec, in any process.
+
+    A worker started with spawn or forkserver imports the library afresh: an ID that the main script registered
+    does not exist there, but the spec this factory carries makes the same env.
+    """
+
+    spec: EnvSpec
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(self, **kwargs: Any) -> gym.Env[Any, Any]:
+        """Makes the env, with the factory's keyword arguments updated by ``kwargs``."""
+        return gym.make(self.spec, **{**self.kwargs, **kwargs})
+
+
+def make_fn(env_id: str, **kwargs: Any) -> EnvFactory:
+    """A picklable factory of the registered env ``env_id`` (with ``kwargs`` for ``gym.make``), for workers.
+
+    Pass it where a vector env wants an ``env_fn``: ``SubprocVecEnv([make_fn(env_id)] * 8, start_method="spawn")``
+    or ``make_vec_env(make_fn(env_id), n_envs=8, vec_env_cls=SubprocVecEnv)``.
+
+    Raises:
+        UnknownName: ``env_id`` is not registered in this process.
+    """
+    if env_id not in gym.registry:
+        raise UnknownName(f"`env_id` {env_id!r} is not registered.{did_you_mean(env_id, gym.registry)}")
+    return EnvFactory(gym.spec(env_id), dict(kwargs))
 
 
 @dataclass(frozen=True)
