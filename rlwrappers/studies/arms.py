@@ -108,4 +108,4 @@ def run(spec: RunSpec, agent: Any, settings: Settings, root: str, stack: Stack =
             returns.append(total)
     finally:
         recorder.close()
-    return index_row(spec, returns, start)
+    return index_row(spec, returns, time.time() - start)

@@ -188,8 +188,8 @@ def _finished_row(
         return None
     if previous is not None and previous.get("status") == "complete":
         return dict(previous)
-    seconds = round(float(meta["end_time"]) - float(meta["start_time"]), 3)
-    return {**index_row(spec, table["return"].to_numpy(dtype=float), 0.0), "seconds": seconds}
+    seconds = float(meta["end_time"]) - float(meta["start_time"])
+    return index_row(spec, table["return"].to_numpy(dtype=float), seconds)
 
 
 def evaluate(

@@ -257,7 +257,7 @@ def run_team(spec: RunSpec, team_run: TeamRun, settings: Settings, root: str) ->
             returns.append(total)
     finally:
         recorder.close()
-    return index_row(spec, returns, start)
+    return index_row(spec, returns, time.time() - start)
 
 
 def parse_switches(shifts: Any, when: Any) -> dict[str, list[dict[str, Any]]]:
