@@ -174,7 +174,7 @@ def test_a_second_evaluation_of_a_folder_in_use_is_refused(tmp_path):
     out = tmp_path / "run"
     script = (
         "import sys, rlwrappers as rw; from rlwrappers.studies import Execution;"
-        " rw.evaluate('ppo-CartPole-v1', 'CartPole-v1', ['obs_noise(std=0.05)'], episodes=12, seeds=2,"
+        " rw.evaluate('ppo-CartPole-v1', 'CartPole-v1', ['obs_noise(std=0.05)'], episodes=60, seeds=2,"
         " out=sys.argv[1], execution=Execution(workers=1, progress=False))"
     )
     first = subprocess.Popen([sys.executable, "-c", script, str(out)])
@@ -189,7 +189,7 @@ def test_a_second_evaluation_of_a_folder_in_use_is_refused(tmp_path):
                 "ppo-CartPole-v1",
                 "CartPole-v1",
                 ["obs_noise(std=0.05)"],
-                episodes=12,
+                episodes=60,
                 seeds=2,
                 out=out,
                 execution=Execution(workers=1, progress=False),
