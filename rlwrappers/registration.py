@@ -3,14 +3,21 @@
 A perturbed ID is a copy of the base env's spec with one more entry in Gymnasium's ``additional_wrappers``
 (a :class:`~rlwrappers.core.Perturb` layer), so ``gym.make``, vector envs, SB3 and RL Zoo build it like any
 other ID. IDs are derived from the spec text alone, so they are the same in every process.
+
+:func:`register` also writes each new spec, as JSON, into the environment variable ``RLWRAPPERS_REGISTERED``.
+Child processes inherit it (workers started with spawn or forkserver included), and importing ``rlwrappers``
+there registers the IDs it holds, so an ID registered by a main script can be passed to workers as is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import json
+import os
 import re
+import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +32,7 @@ from rlwrappers.error import InvalidArgument, UnknownName, did_you_mean
 __all__ = [
     "CATALOGUE",
     "NAMESPACE",
+    "REGISTERED_VAR",
     "CatalogueEntry",
     "EnvFactory",
     "base_ids",
@@ -35,12 +43,21 @@ __all__ = [
 ]
 
 NAMESPACE: Final = "rlwrappers"
+#: The environment variable holding the specs of the IDs :func:`register` added, for child processes.
+REGISTERED_VAR: Final = "RLWRAPPERS_REGISTERED"
+#: The most characters :data:`REGISTERED_VAR` holds, about 500 a spec: Linux caps one environment variable at
+#: 128 KiB, Windows at 32,767 characters.
+_VAR_LIMIT: Final = 30_000 if sys.platform == "win32" else 120_000
 _PERTURB_ENTRY_POINT: Final = f"{Perturb.__module__}:{Perturb.__name__}"
 _BASES: dict[str, str] = {}
+#: IDs registered from :data:`REGISTERED_VAR`; this process's own :func:`register` calls replace them.
+_INHERITED: set[str] = set()
+#: Whether :func:`register` has warned that an ID from the main script cannot reach workers.
+_WARNED = False
 
 
 def base_ids() -> dict[str, str]:
-    """Every ID registered through :func:`register` in this process, mapped to its base env's ID."""
+    """Every ID registered through :func:`register` here or in a parent process, mapped to its base env's ID."""
     return dict(_BASES)
 
 
@@ -81,6 +98,12 @@ def register(
     keyword arguments): the same in every process, and distinct for distinct perturbations. Registering the
     same ID again with the same perturbations is a no-op; with different ones it is an error.
 
+    The new spec is also written, as JSON, into the environment variable ``RLWRAPPERS_REGISTERED``. Child
+    processes started from then on (SubprocVecEnv workers, whatever their start method) register it when they
+    import ``rlwrappers``, and give way where they register the same ID themselves. Called from the main script
+    for an ID that some workers cannot know (its spec is not JSON, or a forkserver started earlier), it warns
+    once per process, naming :func:`make_fn`.
+
     Args:
         base_id: a registered env ID, e.g. "CartPole-v1".
         *specs: perturbation spec strings, dicts or objects, as for :func:`rlwrappers.wrap`.
@@ -96,6 +119,23 @@ def register(
         >>> gym.make(env_id).spec.additional_wrappers[-1].kwargs
         {'perturbations': [{'name': 'obs_noise', 'std': 0.1, 'dist': 'gaussian', 'clip': True, 'when': 'always'}]}
     """
+    env_id, added = _register(base_id, specs, when, name, kwargs)
+    if added:
+        unreachable = _record(env_id)
+        caller = inspect.currentframe()
+        if caller is not None and caller.f_back is not None and caller.f_back.f_globals.get("__name__") == "__main__":
+            _warn_unreachable(env_id, unreachable)
+    return env_id
+
+
+def _register(
+    base_id: str,
+    specs: tuple[str | Mapping[str, Any] | Perturbation, ...],
+    when: Any,
+    name: str | None,
+    kwargs: Mapping[str, Any],
+) -> tuple[str, bool]:
+    """Registers the perturbed env; returns its ID and whether this call added it."""
     base = _base_spec(base_id)
     entries = [Entry.parse(s, when) for s in specs]
     if not entries:
@@ -118,33 +158,149 @@ def register(
         kwargs={**base.kwargs, **kwargs},
     )
     existing = gym.registry.get(env_id)
-    if existing is not None:
+    if existing is not None and env_id not in _INHERITED:
         if existing.additional_wrappers == new["additional_wrappers"] and existing.kwargs == new["kwargs"]:
-            return env_id
+            return env_id, False
         raise InvalidArgument(
             f"`{env_id}` is already registered with a different spec: wrappers "
             f"{[w.kwargs for w in existing.additional_wrappers]} and kwargs {existing.kwargs}"
         )
+    gym.registry.pop(env_id, None)  # a registration inherited from a parent process gives way to this one
+    _INHERITED.discard(env_id)
     gym.register(**new)
     _BASES[env_id] = base_id
-    caller = inspect.currentframe()
-    if caller is not None and caller.f_back is not None and caller.f_back.f_globals.get("__name__") == "__main__":
-        warnings.warn(
-            f"`{env_id}` is registered by the main script, so worker processes started with spawn or forkserver"
-            " (SB3's SubprocVecEnv on macOS and Windows, or with CUDA) will not know it: give them"
-            f" rlwrappers.registration.make_fn({env_id!r}) instead of the ID",
-            UserWarning,
-            stacklevel=2,
-        )
-    return env_id
+    return env_id, True
+
+
+def _survives_json(value: Any) -> bool:
+    """Whether ``value`` comes back from JSON equal to itself."""
+    try:
+        return bool(json.loads(json.dumps(value)) == value)
+    except (TypeError, ValueError):
+        return False
+
+
+def _portable(spec: EnvSpec) -> dict[str, Any] | str:
+    """The spec as a JSON object that rebuilds the same env, or why there is none.
+
+    A perturbation layer's tuples come back as lists, which the layer parses the same; every other keyword
+    argument must come back equal.
+    """
+    try:
+        data: dict[str, Any] = json.loads(spec.to_json())
+    except (TypeError, ValueError):
+        return "its spec holds Python objects (an entry point or keyword argument) that JSON cannot carry"
+    others = [w.kwargs for w in spec.additional_wrappers if w.entry_point != _PERTURB_ENTRY_POINT]
+    if not _survives_json([spec.kwargs, others]):
+        return "its keyword arguments do not come back equal from JSON (tuples, keys that are not strings)"
+    return data
+
+
+def _read() -> dict[str, Any]:
+    """The entries of :data:`REGISTERED_VAR`, or none where it is unset or not a JSON object."""
+    try:
+        found = json.loads(os.environ.get(REGISTERED_VAR) or "{}")
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _record(env_id: str) -> str | None:
+    """Adds the spec of ``env_id`` to :data:`REGISTERED_VAR`; returns why child processes cannot make it, if so.
+
+    An ID whose spec cannot go is still listed, with the reason, so that a worker making it says what to do.
+    """
+    entries = _read()
+    spec = _portable(gym.spec(env_id))
+    if isinstance(spec, dict):
+        entries[env_id] = {"base": _BASES[env_id], "spec": spec}
+        if _write(entries):
+            return _workers_started_before()
+        reason = f"{REGISTERED_VAR} is full (it holds at most {_VAR_LIMIT} characters)"
+    else:
+        reason = spec
+    entries[env_id] = {"base": _BASES[env_id], "unavailable": reason}
+    _write(entries)
+    return reason
+
+
+def _write(entries: dict[str, Any]) -> bool:
+    """Sets :data:`REGISTERED_VAR` to ``entries``, unless they take more than its limit; returns whether it did."""
+    text = json.dumps(entries, separators=(",", ":"))
+    if len(text) > _VAR_LIMIT:
+        return False
+    os.environ[REGISTERED_VAR] = text
+    return True
+
+
+def _workers_started_before() -> str | None:
+    """Why processes already running will not see a new ID, when this process has started such processes."""
+    forkserver = sys.modules.get("multiprocessing.forkserver")
+    # multiprocessing's private `_forkserver._forkserver_pid`: it says whether the forkserver runs only there.
+    if getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None) is not None:
+        return "the forkserver process started before it (by a SubprocVecEnv or a process pool) keeps its environment"
+    ray = sys.modules.get("ray")
+    if ray is not None and getattr(ray, "is_initialized", lambda: False)():
+        return "Ray's workers do not inherit this process's environment"
+    return None
+
+
+def _warn_unreachable(env_id: str, reason: str | None) -> None:
+    """Warns, once per process, that workers will not know an ID the main script registered."""
+    global _WARNED
+    if reason is None or _WARNED:
+        return
+    _WARNED = True
+    warnings.warn(
+        f"`{env_id}` is registered by the main script, but {reason}, so worker processes will not know it:"
+        f" give them rlwrappers.registration.make_fn({env_id!r}) instead of the ID",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
+def _unavailable(env_id: str = "", reason: str = "", **kwargs: Any) -> gym.Env[Any, Any]:
+    """The entry point of an ID a parent process registered but could not pass on: raises why, whatever ``kwargs``."""
+    raise UnknownName(
+        f"`{env_id}` was registered in a parent process, but {reason}, so this process cannot make it:"
+        f" give it rlwrappers.registration.make_fn({env_id!r}), made in that process, instead of the ID"
+    )
+
+
+_UNAVAILABLE_ENTRY_POINT: Final = f"{__name__}:{_unavailable.__name__}"
+
+
+def _inherit() -> None:
+    """Registers the IDs of :data:`REGISTERED_VAR` that this process does not know yet.
+
+    Entries that do not read as specs of this library's namespace are left out.
+    """
+    for env_id, entry in _read().items():
+        if env_id in gym.registry or not isinstance(entry, dict):
+            continue
+        try:
+            if "spec" in entry:
+                spec = EnvSpec.from_json(json.dumps(entry["spec"]))
+            else:
+                reason = {"env_id": env_id, "reason": str(entry["unavailable"])}
+                spec = EnvSpec(env_id, _UNAVAILABLE_ENTRY_POINT, kwargs=reason)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            continue
+        if spec.id != env_id or spec.namespace != NAMESPACE:
+            continue
+        gym.register(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.init})
+        _INHERITED.add(env_id)
+        if "spec" in entry:
+            _BASES[env_id] = str(entry.get("base", env_id))
 
 
 @dataclass(frozen=True)
 class EnvFactory:
     """A picklable ``env_fn`` that makes an env from its full registered spec, in any process.
 
-    A worker started with spawn or forkserver imports the library afresh: an ID that the main script registered
-    does not exist there, but the spec this factory carries makes the same env.
+    A process that does not inherit the registering process's environment (a Ray worker, a forkserver started
+    earlier, a process on another host) does not know the ID, and an ID whose spec is not JSON reaches no other
+    process; the spec this factory carries makes the same env anyway.
     """
 
     spec: EnvSpec
@@ -159,14 +315,18 @@ def make_fn(env_id: str, **kwargs: Any) -> EnvFactory:
     """A picklable factory of the registered env ``env_id`` (with ``kwargs`` for ``gym.make``), for workers.
 
     Pass it where a vector env wants an ``env_fn``: ``SubprocVecEnv([make_fn(env_id)] * 8, start_method="spawn")``
-    or ``make_vec_env(make_fn(env_id), n_envs=8, vec_env_cls=SubprocVecEnv)``.
+    or ``make_vec_env(make_fn(env_id), n_envs=8, vec_env_cls=SubprocVecEnv)``. Workers that inherit this
+    process's environment know the ID itself (see :func:`register`); the factory reaches every other process.
 
     Raises:
-        UnknownName: ``env_id`` is not registered in this process.
+        UnknownName: ``env_id`` is not registered in this process, or a parent process could not pass it on.
     """
     if env_id not in gym.registry:
         raise UnknownName(f"`env_id` {env_id!r} is not registered.{did_you_mean(env_id, gym.registry)}")
-    return EnvFactory(gym.spec(env_id), dict(kwargs))
+    spec = gym.spec(env_id)
+    if spec.entry_point == _UNAVAILABLE_ENTRY_POINT:
+        _unavailable(**spec.kwargs)
+    return EnvFactory(spec, dict(kwargs))
 
 
 @dataclass(frozen=True)
@@ -233,7 +393,7 @@ def register_catalogue() -> None:
     listed = {entry.id for entry in CATALOGUE}
     for base, suffix, spec, doc in _catalogue_rows():
         base_name = gym.envs.registration.parse_env_id(base)[1]
-        env_id = register(base, spec, name=f"{base_name}-{suffix}")
+        env_id, _ = _register(base, (spec,), None, f"{base_name}-{suffix}", {})  # every process registers these
         if env_id not in listed:
             CATALOGUE.append(CatalogueEntry(env_id, base, spec, doc))
 
@@ -248,3 +408,6 @@ def catalogue() -> list[CatalogueEntry]:
         ('rlwrappers/CartPole-ObsNoise-v1', 'obs_noise(std=0.05)')
     """
     return list(CATALOGUE)
+
+
+_inherit()

@@ -52,6 +52,9 @@ THIRD_PARTY_PRIVATE_EXCEPTIONS: dict[str, frozenset[str]] = {
     # The env contract compares an env's random generator before and after calls; Gymnasium's public
     # ``np_random`` would seed one where there is none, and so change what it checks.
     "rlwrappers.testing.contract": frozenset({"_np_random"}),
+    # Registration warns when an ID cannot reach the children of a forkserver that is already running, which
+    # keeps the environment it started with; multiprocessing says whether one runs only privately.
+    "rlwrappers.registration": frozenset({"_forkserver", "_forkserver_pid"}),
 }
 #: Underscored names that are public API: a namedtuple's methods and fields.
 PUBLIC_UNDERSCORED = frozenset({"_asdict", "_replace", "_make", "_fields", "_field_defaults"})
