@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 
 def paired(fns: dict[str, Callable[[], int]], rounds: int = 21) -> tuple[dict[str, float], dict[str, float]]:
@@ -49,3 +50,13 @@ def report(title: str, fns: dict[str, Callable[[], int]], limits: dict[str, floa
             line += f"  (limit {limits[name]:.2f}: {'ok' if holds else 'EXCEEDED'})"
         print(line)
     return ok
+
+
+def cycle(env: Any, steps: int, actions: int) -> int:
+    """Steps ``env`` ``steps`` times with the actions 0, 1, ..., ``actions - 1`` in turn, resetting at each end."""
+    env.reset(seed=0)
+    for i in range(steps):
+        _, _, terminated, truncated, _ = env.step(i % actions)
+        if terminated or truncated:
+            env.reset()
+    return steps

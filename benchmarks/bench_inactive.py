@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 import gymnasium as gym
-from _timing import report
+from _timing import cycle, report
 
 import rlwrappers as rw
 
@@ -28,12 +28,7 @@ class Plain(gym.Wrapper):
 
 
 def run(env: gym.Env) -> int:
-    env.reset(seed=0)
-    for i in range(STEPS):
-        _, _, terminated, truncated, _ = env.step(i % 2)
-        if terminated or truncated:
-            env.reset()
-    return STEPS
+    return cycle(env, STEPS, actions=2)
 
 
 def main() -> bool:

@@ -10,7 +10,7 @@ import tempfile
 
 import gymnasium as gym
 import numpy as np
-from _timing import report
+from _timing import cycle, report
 
 import rlwrappers as rw
 
@@ -33,12 +33,7 @@ def cartpole_run(env: gym.Env, episodes: int = 2) -> int:
 
 
 def pong_run(env: gym.Env, steps: int = 500) -> int:
-    env.reset(seed=0)
-    for i in range(steps):
-        _, _, terminated, truncated, _ = env.step(i % 6)
-        if terminated or truncated:
-            env.reset()
-    return steps
+    return cycle(env, steps, actions=6)
 
 
 def main() -> bool:

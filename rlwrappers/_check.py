@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from rlwrappers.error import InvalidArgument, InvalidProbability, InvalidType, UnknownName, did_you_mean
+from rlwrappers.functional.noise import MAX_DRAW
 
 
 def number(name: str, value: Any) -> float:
@@ -64,6 +65,44 @@ def scale(name: str, value: Any) -> float | tuple[float, ...]:
             raise InvalidArgument(f"`{name}` must not be empty, received {value!r}")
         return tuple(nonnegative(f"{name}[{i}]", v) for i, v in enumerate(value))
     return nonnegative(name, value)
+
+
+def noise_scale(name: str, std: float | tuple[float, ...], dtype: Any, what: str, unclipped: Any = True) -> None:
+    """Raises unless noise of scale ``std`` added to values of ``dtype`` cannot overflow to inf.
+
+    Where values are clipped to finite bounds (``unclipped`` False) any ``std`` that ``dtype`` can hold is
+    fine. Elsewhere, ``std`` must be at most the dtype's largest value over ``2 * MAX_DRAW``: no draw of
+    :func:`rlwrappers.functional.noise.noise` exceeds ``MAX_DRAW`` standard deviations, so the noise stays
+    below half the largest value, and added to any value below the other half it stays finite. Integer
+    values always saturate at their dtype's range, so any ``std`` is fine for them.
+
+    Args:
+        name: the argument's name, for the message.
+        std: a non-negative scale, or one per element of the values' last axis.
+        dtype: the values' dtype.
+        what: what the values are ("observations"), for the message.
+        unclipped: a bool, or a mask of the values' shape, True where values are not clipped to finite bounds.
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        return
+    stds = np.asarray(std, dtype=np.float64)
+    largest = float(np.finfo(dtype).max)
+    limit = largest / (2.0 * MAX_DRAW)
+    mask = np.asarray(unclipped, dtype=bool)
+    mask = np.broadcast_to(mask, np.broadcast_shapes(mask.shape, stds.shape))
+    # which entries of `std` act on some unclipped value
+    exposed = np.asarray(mask.reshape(-1, stds.shape[-1]).any(axis=0) if stds.ndim else mask.any())
+    for index in np.ndindex(stds.shape):
+        s = float(stds[index])
+        label = f"{name}[{index[0]}]" if index else name
+        if s > limit and bool(exposed[index]):
+            where = f"{dtype} {what}" if np.all(mask) else f"{dtype} {what} not clipped to finite bounds"
+            raise InvalidArgument(
+                f"`{label}` must be at most {limit:.3g} on {where}, or the noise can overflow to inf; received {s!r}"
+            )
+        if s > largest:
+            raise InvalidArgument(f"`{label}` must be at most {largest:.3g}, the largest {dtype} value, received {s!r}")
 
 
 def int_range(name: str, value: Any, *, minimum: int = 0) -> tuple[int, int]:

@@ -20,6 +20,7 @@ __all__ = [
     "MissingExtra",
     "MissingFile",
     "NotDifferentiable",
+    "PerturbationError",
     "SpecSyntaxError",
     "StateNotSettable",
     "UnknownName",
@@ -78,6 +79,14 @@ class UntrustedFileWarning(UserWarning):
 
 class NotDifferentiable(Error, TypeError):
     """The agent has no network output of the kind asked for (a plain callable, or no logits)."""
+
+
+class PerturbationError(Error, ArithmeticError):
+    """A perturbation produced a non-finite observation or reward while the env ran.
+
+    The message names the perturbation (its label and spec) and the time and episode. A perturbation given
+    ``allow_nonfinite=True`` lets non-finite values through instead.
+    """
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

@@ -51,18 +51,46 @@ SETUPS = {
     "Perturb": Setup(
         "CartPole-v1",
         required={"perturbations": ["obs_noise(std=0.1)"]},
-        changed={"perturbations": ["obs_noise(std=0.2)", "reward_noise(std=0.3, label='r')"], "when": "prob(p=0.5)"},
-        folded={"when": "each recorded perturbation carries its own `when`"},
+        changed={
+            "perturbations": ["obs_noise(std=0.2)", "reward_noise(std=0.3, label='r')"],
+            "when": "prob(p=0.5)",
+            "allow_nonfinite": True,
+        },
+        folded={
+            "when": "each recorded perturbation carries its own `when`",
+            "allow_nonfinite": "each recorded perturbation carries its own `allow_nonfinite`",
+        },
         recorded={
             "perturbations": [
-                {"name": "obs_noise", "std": 0.2, "dist": "gaussian", "clip": True, "when": "prob(p=0.5)"},
-                {"name": "reward_noise", "std": 0.3, "dist": "gaussian", "when": "prob(p=0.5)", "label": "r"},
+                {
+                    "name": "obs_noise",
+                    "std": 0.2,
+                    "dist": "gaussian",
+                    "clip": True,
+                    "when": "prob(p=0.5)",
+                    "allow_nonfinite": True,
+                },
+                {
+                    "name": "reward_noise",
+                    "std": 0.3,
+                    "dist": "gaussian",
+                    "when": "prob(p=0.5)",
+                    "label": "r",
+                    "allow_nonfinite": True,
+                },
             ]
         },
     ),
     "ObservationNoise": Setup(
         "CartPole-v1",
-        changed={"std": 0.3, "dist": "uniform", "clip": False, "when": "prob(p=0.5)", "label": "eyes"},
+        changed={
+            "std": 0.3,
+            "dist": "uniform",
+            "clip": False,
+            "when": "prob(p=0.5)",
+            "label": "eyes",
+            "allow_nonfinite": True,
+        },
     ),
     "ActionNoise": Setup(
         "Pendulum-v1",
@@ -74,11 +102,23 @@ SETUPS = {
     ),
     "RewardNoise": Setup(
         "CartPole-v1",
-        changed={"std": 0.5, "dist": "uniform", "when": "bursts(p=0.1, duration=(1, 3))", "label": "payoff"},
+        changed={
+            "std": 0.5,
+            "dist": "uniform",
+            "when": "bursts(p=0.1, duration=(1, 3))",
+            "label": "payoff",
+            "allow_nonfinite": True,
+        },
     ),
     "InitialStateNoise": Setup(
         "Pendulum-v1",
-        changed={"std": 0.2, "dist": "uniform", "when": "prob(p=0.5, per='episode')", "label": "start"},
+        changed={
+            "std": 0.2,
+            "dist": "uniform",
+            "when": "prob(p=0.5, per='episode')",
+            "label": "start",
+            "allow_nonfinite": True,
+        },
     ),
     "ParameterNoise": Setup(
         "CartPole-v1",
@@ -87,7 +127,14 @@ SETUPS = {
     ),
     "FGSM": Setup(
         "CartPole-v1",
-        changed={"eps": 0.05, "quantize": False, "agent": None, "when": "starting(episode=2)", "label": "attack"},
+        changed={
+            "eps": 0.05,
+            "quantize": False,
+            "agent": None,
+            "when": "starting(episode=2)",
+            "label": "attack",
+            "allow_nonfinite": True,
+        },
         folded=AGENT_FOLDED,
     ),
     "PGD": Setup(
@@ -101,6 +148,7 @@ SETUPS = {
             "agent": None,
             "when": "prob(p=0.5)",
             "label": "attack",
+            "allow_nonfinite": True,
         },
         folded=AGENT_FOLDED,
     ),
@@ -115,6 +163,7 @@ SETUPS = {
             "agent": None,
             "when": "prob(p=0.5)",
             "label": "attack",
+            "allow_nonfinite": True,
         },
         folded=AGENT_FOLDED,
     ),
@@ -149,12 +198,18 @@ SETUPS = {
             "scales": {"length": 2.0},
             "when": "starting(step=5)",
             "label": "physics",
+            "allow_nonfinite": True,
         },
     ),
     "Intervene": Setup(
         "rlwrappers/ToyboxBreakout-v0",
         required={"interventions": ["drop_row_0"]},
-        changed={"interventions": ["paddle_width=40", "drop_column_3"], "when": "starting(step=10)", "label": "iv"},
+        changed={
+            "interventions": ["paddle_width=40", "drop_column_3"],
+            "when": "starting(step=10)",
+            "label": "iv",
+            "allow_nonfinite": True,
+        },
     ),
 }
 

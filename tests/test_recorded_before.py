@@ -51,6 +51,21 @@ MOVED = {
     "rlwrappers.interventions:Intervene": "rlwrappers.wrappers.state:Intervene",
     "rlwrappers.evaluation:LivesAsEpisodes": "rlwrappers.wrappers.atari:LivesAsEpisodes",
 }
+#: The arguments wrappers have gained since the logs were recorded, by class: a rebuilt wrapper records them at
+#: these defaults.
+ADDED: dict[str, dict[str, Any]] = {
+    name: {"allow_nonfinite": False}
+    for name in (
+        "ObservationNoise",
+        "RewardNoise",
+        "InitialStateNoise",
+        "DynamicsShift",
+        "Intervene",
+        "FGSM",
+        "PGD",
+        "CarliniWagner",
+    )
+}
 
 
 def evaluate(out: Path, workers: int) -> Any:
@@ -104,9 +119,11 @@ def same_log(new: Path, old: Path) -> None:
     if "stack" in meta:
         meta["stack"] = plain_stack(meta["stack"])
     expected = {k: v for k, v in recorded.meta.items() if k not in VOLATILE_META}
-    if expected.get("spec") is not None:  # the header names the classes where they live now
+    if expected.get("spec") is not None:  # the header names the classes where they live now, and what they take
         for wrapper in expected["spec"]["additional_wrappers"]:
             wrapper["entry_point"] = MOVED.get(wrapper["entry_point"], wrapper["entry_point"])
+            if wrapper["kwargs"] is not None:
+                wrapper["kwargs"] = {**wrapper["kwargs"], **ADDED.get(wrapper["name"], {})}
     assert meta == expected
 
 

@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "DISTRIBUTIONS",
+    "MAX_DRAW",
     "add_noise",
     "TableNoise",
     "integer_noise_table",
@@ -32,6 +33,9 @@ __all__ = [
 
 #: Noise distributions, each parameterized by its standard deviation.
 DISTRIBUTIONS: Final = ("gaussian", "uniform")
+#: No draw of :func:`noise` lies beyond this many standard deviations: numpy's Gaussian sampler (a ziggurat)
+#: cannot exceed about 13.7 in float64 and 8.3 in float32, uniform noise stops at sqrt(3).
+MAX_DRAW: Final = 16.0
 _TABLE_BITS: Final = 16
 #: Tables reach 9 standard deviations (beyond any of their 65536 quantiles), within int16 with room for any
 #: 8-bit value; larger scales round float noise instead.

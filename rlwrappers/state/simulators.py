@@ -25,7 +25,15 @@ from numpy.typing import NDArray
 
 from rlwrappers.error import StateNotSettable
 
-__all__ = ["CLASSIC_PARAMETERS", "Change", "ParameterLedger", "Simulator", "ledger", "simulator"]
+__all__ = [
+    "CLASSIC_PARAMETERS",
+    "POSITIVE_PARAMETERS",
+    "Change",
+    "ParameterLedger",
+    "Simulator",
+    "ledger",
+    "simulator",
+]
 
 #: The constants a dynamics shift may change in each classic-control env, by class name. Derived constants
 #: (CartPole's ``total_mass`` and ``polemass_length``) are recomputed whenever one of their inputs changes.
@@ -47,6 +55,22 @@ CLASSIC_PARAMETERS: Final[Mapping[str, tuple[str, ...]]] = {
 }
 
 
+#: The parameters that must stay > 0, by class name (``MujocoEnv`` for every MuJoCo env): the masses, lengths
+#: and moments of inertia of bodies, and time steps. A body has positive mass and size and time moves forward;
+#: at zero the equations of several envs divide by zero (CartPole's ``length``, Pendulum's ``m`` and ``l``,
+#: Acrobot's ``LINK_MOI`` with a massless link). Positions (Acrobot's ``LINK_COM_POS_*``), forces, torques,
+#: gravity and speed limits may be zero. A MuJoCo model's arrays mix bodies of zero mass (the world body) with
+#: others, so only its time step is listed; MuJoCo guards its own mass matrix.
+POSITIVE_PARAMETERS: Final[Mapping[str, tuple[str, ...]]] = {
+    "CartPoleEnv": ("masscart", "masspole", "length", "tau"),
+    "PendulumEnv": ("m", "l", "dt"),
+    "MountainCarEnv": (),
+    "Continuous_MountainCarEnv": (),
+    "AcrobotEnv": ("LINK_LENGTH_1", "LINK_LENGTH_2", "LINK_MASS_1", "LINK_MASS_2", "LINK_MOI", "dt"),
+    "MujocoEnv": ("opt.timestep",),
+}
+
+
 def _cartpole_derived(env: Any) -> None:
     env.total_mass = env.masspole + env.masscart
     env.polemass_length = env.masspole * env.length
@@ -58,8 +82,15 @@ _DERIVED: Final[Mapping[str, Callable[[Any], None]]] = {"CartPoleEnv": _cartpole
 class Simulator(abc.ABC):
     """Access to one env's state vector and physical parameters."""
 
+    #: The key of the simulator's family in :data:`POSITIVE_PARAMETERS`.
+    kind: str
+
     def __init__(self, env: Any) -> None:
         self.env = env
+
+    def positive(self) -> tuple[str, ...]:
+        """The parameters that must stay > 0 (:data:`POSITIVE_PARAMETERS`)."""
+        return POSITIVE_PARAMETERS[self.kind]
 
     @abc.abstractmethod
     def state_size(self) -> int:
@@ -143,6 +174,8 @@ class _Classic(Simulator):
 
 
 class _Mujoco(Simulator):
+    kind = "MujocoEnv"
+
     def state_size(self) -> int:
         return int(self.env.model.nq + self.env.model.nv)
 

@@ -85,6 +85,8 @@ class ActionNoisePerturbation(Perturbation):
             if not isinstance(space, gym.spaces.Box):
                 raise IncompatibleSpace(f"`std` needs a Box action space, received {space}; use `p` for {space}")
             check_scale_shape("std", self.std, space.shape)
+            unclipped = ~(np.isfinite(space.low) & np.isfinite(space.high))
+            _check.noise_scale("std", self.std, space.dtype, "actions", unclipped)
         self._low, self._high = _bounds(space)
         if self.p > 0.0 and not (np.all(np.isfinite(self._low)) and np.all(np.isfinite(self._high))):
             raise IncompatibleSpace(f"`p` needs bounded actions to draw from, received {space}")

@@ -472,9 +472,14 @@ class FGSM(SingleLayer):
         agent: Any = None,
         when: str | Schedule | None = None,
         label: str | None = None,
+        allow_nonfinite: bool = False,
     ):
-        """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked."""
-        self._setup(env, FGSMPerturbation(eps=eps, quantize=quantize), when, label, agent)
+        """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked.
+
+        ``allow_nonfinite`` lets non-finite observations through instead of raising
+        :class:`~rlwrappers.error.PerturbationError`.
+        """
+        self._setup(env, FGSMPerturbation(eps=eps, quantize=quantize), when, label, agent, allow_nonfinite)
 
 
 @register_wrapper("pgd")
@@ -505,10 +510,15 @@ class PGD(SingleLayer):
         agent: Any = None,
         when: str | Schedule | None = None,
         label: str | None = None,
+        allow_nonfinite: bool = False,
     ):
-        """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked."""
+        """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked.
+
+        ``allow_nonfinite`` lets non-finite observations through instead of raising
+        :class:`~rlwrappers.error.PerturbationError`.
+        """
         perturbation = PGDPerturbation(eps=eps, alpha=alpha, steps=steps, random_start=random_start, quantize=quantize)
-        self._setup(env, perturbation, when, label, agent)
+        self._setup(env, perturbation, when, label, agent, allow_nonfinite)
 
 
 @register_wrapper("cw")
@@ -537,7 +547,12 @@ class CarliniWagner(SingleLayer):
         agent: Any = None,
         when: str | Schedule | None = None,
         label: str | None = None,
+        allow_nonfinite: bool = False,
     ):
-        """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked."""
+        """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked.
+
+        ``allow_nonfinite`` lets non-finite observations through instead of raising
+        :class:`~rlwrappers.error.PerturbationError`.
+        """
         perturbation = CarliniWagnerPerturbation(c=c, kappa=kappa, steps=steps, lr=lr, quantize=quantize)
-        self._setup(env, perturbation, when, label, agent)
+        self._setup(env, perturbation, when, label, agent, allow_nonfinite)

@@ -47,6 +47,10 @@ class ObservationNoisePerturbation(Perturbation):
         dist: "gaussian", or "uniform" (on [-a, a] with a = std * sqrt(3)).
         clip: keep observations inside the space's bounds; if False, the space's bounds widen to the dtype's
             range (infinite for floats) and observations are not clipped.
+
+    On float observations that are not clipped to finite bounds, ``std`` must be at most the dtype's largest
+    value over 32 (about 1.1e37 for float32), so the noise cannot overflow to inf; the wrapper checks it when
+    it is built on an env.
     """
 
     name = "obs_noise"
@@ -66,6 +70,8 @@ class ObservationNoisePerturbation(Perturbation):
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
         box = _box(observation_space, "obs_noise")
         check_scale_shape("std", self.std, box.shape)
+        unclipped = ~(np.isfinite(box.low) & np.isfinite(box.high)) if self.clip else True
+        _check.noise_scale("std", self.std, box.dtype, "observations", unclipped)
         self._low: Any
         self._high: Any
         self._low, self._high = noise.tight_bounds(box.low, box.high) if self.clip else (None, None)
@@ -116,6 +122,12 @@ class ObservationNoise(SingleLayer):
         *,
         when: str | Schedule | None = None,
         label: str | None = None,
+        allow_nonfinite: bool = False,
     ):
-        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, ObservationNoisePerturbation(std=std, dist=dist, clip=clip), when, label)
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns.
+
+        ``allow_nonfinite`` lets non-finite observations through instead of raising
+        :class:`~rlwrappers.error.PerturbationError`.
+        """
+        perturbation = ObservationNoisePerturbation(std=std, dist=dist, clip=clip)
+        self._setup(env, perturbation, when, label, allow_nonfinite=allow_nonfinite)

@@ -24,7 +24,8 @@ class RewardNoisePerturbation(Perturbation):
     The log records the noise added, so the clean reward is the logged reward minus ``noise``.
 
     Args:
-        std: the noise's standard deviation.
+        std: the noise's standard deviation, at most about 5.6e306 (the largest float over 32), so the
+            noise cannot overflow to inf.
         dist: "gaussian", or "uniform" (on [-a, a] with a = std * sqrt(3)).
     """
 
@@ -37,6 +38,7 @@ class RewardNoisePerturbation(Perturbation):
 
     def __post_init__(self) -> None:
         self.std = _check.nonnegative("std", self.std)
+        _check.noise_scale("std", self.std, np.float64, "rewards")
         self.dist = _check.choice("dist", self.dist, noise.DISTRIBUTIONS)
 
     @override
@@ -68,6 +70,12 @@ class RewardNoise(SingleLayer):
         *,
         when: str | Schedule | None = None,
         label: str | None = None,
+        allow_nonfinite: bool = False,
     ):
-        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, RewardNoisePerturbation(std=std, dist=dist), when, label)
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns.
+
+        ``allow_nonfinite`` lets non-finite rewards through instead of raising
+        :class:`~rlwrappers.error.PerturbationError`.
+        """
+        perturbation = RewardNoisePerturbation(std=std, dist=dist)
+        self._setup(env, perturbation, when, label, allow_nonfinite=allow_nonfinite)

@@ -13,6 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from numpy.typing import NDArray
 from typing_extensions import override
 
 from rlwrappers import _check
@@ -73,7 +74,8 @@ class InitialStateNoisePerturbation(Perturbation):
     of an episode. The log's episode row records the noise added (``delta``).
 
     Args:
-        std: the noise's standard deviation: a number, or one per state dimension.
+        std: the noise's standard deviation: a number, or one per state dimension, at most about 5.6e306
+            (the largest float over 32), so the noise cannot overflow to inf.
         dist: "gaussian", or "uniform" (on [-a, a] with a = std * sqrt(3)).
     """
 
@@ -86,6 +88,7 @@ class InitialStateNoisePerturbation(Perturbation):
 
     def __post_init__(self) -> None:
         self.std = _check.scale("std", self.std)
+        _check.noise_scale("std", self.std, np.float64, "states")
         self.dist = _check.choice("dist", self.dist, noise.DISTRIBUTIONS)
 
     @override
@@ -128,9 +131,15 @@ class InitialStateNoise(SingleLayer):
         *,
         when: str | Schedule | None = None,
         label: str | None = None,
+        allow_nonfinite: bool = False,
     ):
-        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, InitialStateNoisePerturbation(std=std, dist=dist), when, label)
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns.
+
+        ``allow_nonfinite`` lets non-finite observations through instead of raising
+        :class:`~rlwrappers.error.PerturbationError`.
+        """
+        perturbation = InitialStateNoisePerturbation(std=std, dist=dist)
+        self._setup(env, perturbation, when, label, allow_nonfinite=allow_nonfinite)
 
 
 def _parameter_map(name: str, value: Any) -> dict[str, float | list[Any]]:
@@ -159,6 +168,11 @@ class DynamicsShiftPerturbation(Perturbation):
     Several shifts active at once on one parameter compose in the order they switched on: a later ``values``
     replaces the value so far, and every ``scales`` multiplies it
     (:class:`~rlwrappers.state.simulators.ParameterLedger`).
+
+    When it is bound to an env, each parameter it changes is computed from the env's base value: the result
+    must be finite, and > 0 for the masses, lengths, moments of inertia and time steps listed in
+    :data:`~rlwrappers.state.simulators.POSITIVE_PARAMETERS`. A finite shift that blows the simulation up is
+    caught while the env runs (:class:`~rlwrappers.error.PerturbationError`).
 
     Args:
         values: parameter name to new value, e.g. {"gravity": 12.0} or {"opt.gravity": [0, 0, -12]}.
@@ -195,6 +209,30 @@ class DynamicsShiftPerturbation(Perturbation):
                         f"`{arg}[{key!r}]` has shape {np.shape(value)}, but the parameter has shape "
                         f"{current[key].shape}"
                     ) from None
+        positive = self._sim.positive()
+        for key in [*self.values, *(k for k in self.scales if k not in self.values)]:
+            self._check_result(key, current[key], key in positive)
+
+    def _check_result(self, key: str, base: NDArray[np.float64], positive: bool) -> None:
+        """Raises unless this shift alone leaves parameter ``key`` finite, and > 0 if it must be positive."""
+        value, scale = self.values.get(key), self.scales.get(key)
+        start = base if value is None else np.broadcast_to(np.asarray(value, dtype=np.float64), base.shape)
+        factor = np.asarray(1.0 if scale is None else scale, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            result = start * factor
+        # An infinite base (an unbounded range) may stay infinite; anything else must come out finite.
+        broken = np.isnan(result) | (np.isinf(result) & np.isfinite(start))
+        if np.any(broken):
+            where = np.unravel_index(int(np.argmax(broken)), result.shape) if result.ndim else ()
+            raise InvalidArgument(
+                f"`scales[{key!r}]` must leave `{key}` finite, but {float(start[where])!r} * "
+                f"{float(np.broadcast_to(factor, result.shape)[where])!r} is not; received {scale!r}"
+            )
+        if positive and not np.all(result > 0):
+            reason = f"`{key}` is a mass, a length, a moment of inertia or a time step"
+            if value is not None and not np.all(start > 0):
+                raise InvalidArgument(f"`values[{key!r}]` must be > 0 ({reason}), received {value!r}")
+            raise InvalidArgument(f"`scales[{key!r}]` must leave `{key}` > 0 ({reason}), received {scale!r}")
 
     @override
     def start_episode(self) -> None:
@@ -250,14 +288,19 @@ class DynamicsShift(SingleLayer):
         *,
         when: str | Schedule | None = None,
         label: str | None = None,
+        allow_nonfinite: bool = False,
     ):
-        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns.
+
+        ``allow_nonfinite`` lets the env's non-finite observations and rewards through while the shift is
+        active, instead of raising :class:`~rlwrappers.error.PerturbationError`.
+        """
         values, scales = ({} if values is None else values), ({} if scales is None else scales)
         perturbation = DynamicsShiftPerturbation(
             values=dict(values) if isinstance(values, Mapping) else values,  # anything else is rejected by name
             scales=dict(scales) if isinstance(scales, Mapping) else scales,
         )
-        self._setup(env, perturbation, when, label)
+        self._setup(env, perturbation, when, label, allow_nonfinite=allow_nonfinite)
 
 
 # -- interventions ----------------------------------------------------------------------------------------
@@ -445,8 +488,13 @@ class Intervene(SingleLayer):
         *,
         when: str | Schedule | Mapping[str, Any] | None = None,
         label: str | None = None,
+        allow_nonfinite: bool = False,
     ):
-        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns.
+
+        ``allow_nonfinite`` lets the env's non-finite observations and rewards through while the
+        interventions hold, instead of raising :class:`~rlwrappers.error.PerturbationError`.
+        """
         items = [interventions] if isinstance(interventions, (str, Intervention, Mapping)) else interventions
         if not isinstance(items, Sequence):
             raise InvalidType(
@@ -461,7 +509,8 @@ class Intervene(SingleLayer):
                 registered.append(item.name if known == item else item.to_dict())
             else:
                 registered.append(item)
-        self._setup(env, InterventionPerturbation(interventions=registered), when, label)
+        perturbation = InterventionPerturbation(interventions=registered)
+        self._setup(env, perturbation, when, label, allow_nonfinite=allow_nonfinite)
         self._intervention: InterventionPerturbation = self.perturbations[0]  # type: ignore[assignment]
 
     @override
