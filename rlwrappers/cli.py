@@ -199,6 +199,7 @@ def _protocol_statements(result: Any, aggregate: str) -> None:
     """Prints the causal or observational protocol's table and verdicts (the report shows the same)."""
     from rlwrappers.report.tables import format_table
     from rlwrappers.studies import shift_impact
+    from rlwrappers.studies.results import fixed_seed_coverage
 
     if result.shift_at is not None:
         check = result.fixed_seed_check()
@@ -210,7 +211,7 @@ def _protocol_statements(result: Any, aggregate: str) -> None:
                 " counterfactual before the shift; the env or the agent is not deterministic. !!!"
             )
         else:
-            print(f"Fixed-seed check passed: {len(check)} shifted runs equal their counterfactual before the shift.")
+            print(f"Fixed-seed check passed: {len(check)} shifted runs. {fixed_seed_coverage(check)}")
         table = shift_impact.did_table(result)
         print(f"Difference-in-differences, shift from episode {result.shift_at}:")
         numbers = table[["seeds", "estimate", "se", "lower", "upper", "cumulative"]].dropna(how="all")
@@ -514,6 +515,7 @@ def _explain(args: argparse.Namespace) -> int:
         params,
         sanity=min(args.sanity, len(states)),
         seed=args.seed,
+        flatten_ssim=args.flatten_ssim,
         progress=None if args.quiet else print,
     )
     out = result.save(args.out)
@@ -726,6 +728,11 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     explain.add_argument("--select", choices=("random", "highlights"), default="random", help="how states are picked")
     explain.add_argument("--threshold", type=float, default=30.0, help="HIGHLIGHTS-DIV's diversity percentile")
     explain.add_argument("--sanity", type=int, default=5, help="states that get the sanity check (default: 5)")
+    explain.add_argument(
+        "--flatten-ssim",
+        action="store_true",
+        help="the sanity check's SSIM on the flattened maps, as seed 003's reference code (default: the 2-D maps)",
+    )
     explain.add_argument("--seed", type=int, default=0, help="seeds the game, the picks and the methods' draws")
     explain.add_argument("--out", required=True, help="the output directory")
     explain.add_argument("--no-report", action="store_true", help="skip the HTML report")

@@ -100,10 +100,12 @@ def test_all_five_methods_and_the_sanity_check_on_the_breakout_agents(path: Path
 
 def test_the_command_line_explains_an_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["explain", "--agent", "ppo-CartPole-v1", "--env", "CartPole-v1", "--states", "3", "--method", "rise"]
-    assert cli.main([*args, "--method", "occlusion", "--param", "rise.masks=40", "--out", str(tmp_path)]) == 0
+    options = ["--method", "occlusion", "--param", "rise.masks=40", "--flatten-ssim", "--out", str(tmp_path)]
+    assert cli.main([*args, *options]) == 0
     out = capsys.readouterr().out
     assert "rise" in out and "Report:" in out
-    assert saliency_study.Study.load(tmp_path).params["rise"]["masks"] == 40
+    study = saliency_study.Study.load(tmp_path)
+    assert study.params["rise"]["masks"] == 40 and study.flatten_ssim
     assert cli.main([*args, "--param", "masks=40", "--out", str(tmp_path / "x")]) == 2
     assert "METHOD.NAME=VALUE" in capsys.readouterr().err
     assert cli.main([*args, "--param", "lime.samples=40", "--out", str(tmp_path / "y")]) == 2

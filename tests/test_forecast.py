@@ -7,6 +7,7 @@ import pytest
 
 from rlwrappers.error import InvalidArgument, InvalidType
 from rlwrappers.metrics import damped_trend_forecast, episode_series, significantly_better
+from rlwrappers.metrics.forecast import PAPER_DAMPING_BOUNDS
 
 pytest.importorskip("statsmodels")
 
@@ -36,6 +37,33 @@ def test_the_forecast_follows_a_damped_trend_inside_widening_intervals() -> None
     np.testing.assert_array_equal(again.upper, forecast.upper)  # the same series, the same forecast
     narrow = damped_trend_forecast(series, horizon=50, level=0.5)
     assert np.all(narrow.upper - narrow.lower < width)
+
+
+def test_the_forecast_is_the_papers_damped_holt_recursion_with_the_fitted_parameters() -> None:
+    series = _series(200.0, -1.0, 2.0, seed=0)
+    forecast = damped_trend_forecast(series, horizon=20)
+    p = forecast.params
+    alpha, phi = p["smoothing_level"], p["damping_trend"]
+    beta_star = p["smoothing_trend"] / alpha  # statsmodels reports alpha * beta*
+    level, trend = p["initial_level"], p["initial_trend"]
+    for y in series:  # seed 001, Appendix A.1, component form
+        previous = level
+        level = alpha * y + (1.0 - alpha) * (previous + phi * trend)
+        trend = beta_star * (level - previous) + (1.0 - beta_star) * phi * trend
+    by_hand = [level + sum(phi**k for k in range(1, h + 1)) * trend for h in range(1, 21)]
+    np.testing.assert_allclose(forecast.mean, by_hand, rtol=1e-12)
+    assert 0.8 <= phi <= 0.98 and 0.0 < beta_star < 1.0
+
+
+def test_the_damping_is_bounded_to_statsmodels_range_unless_told_the_papers() -> None:
+    series = _series(200.0, -1.0, 2.0, seed=0)
+    assert damped_trend_forecast(series).params["damping_trend"] == pytest.approx(0.98)  # at the upper bound
+    paper = damped_trend_forecast(series, damping_bounds=PAPER_DAMPING_BOUNDS)
+    assert 0.98 < paper.params["damping_trend"] < 1.0 and np.all(np.isfinite(paper.upper))
+    with pytest.raises(InvalidArgument, match="`damping_bounds` must satisfy"):
+        damped_trend_forecast(series, damping_bounds=(0.5, 1.0))  # phi = 1 gives no interval
+    with pytest.raises(InvalidArgument, match="a pair"):
+        damped_trend_forecast(series, damping_bounds=0.9)  # type: ignore[arg-type]
 
 
 def test_significance_needs_intervals_that_never_overlap() -> None:

@@ -48,6 +48,34 @@ def test_state_marginals_are_normalized_histograms():
     assert metrics.behavioural_mad(h) == 0.0  # two rollouts: one distance, no spread
 
 
+def test_concatenated_states_are_appendix_d2_truncated_to_the_shortest_episode():
+    episodes = [[[1.0, 2.0], [3.0, 4.0]], [[0.0, 0.0], [0.0, 1.0], [9.0, 9.0]], [[1.0, 2.0], [3.0, 3.0]]]
+    vectors = metrics.state_marginals(episodes, form="concatenated")
+    np.testing.assert_array_equal(vectors, [[1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 0.0, 1.0], [1.0, 2.0, 3.0, 3.0]])
+    # L2 distances: |(1, 2, 3, 3)| = sqrt(23) between the first two, 1 between the first and the last,
+    # |(1, 2, 3, 2)| = sqrt(18) between the last two; median sqrt(18), deviations sqrt(23) - sqrt(18),
+    # 0 and sqrt(18) - 1, so the MAD is sqrt(23) - sqrt(18).
+    assert metrics.behavioural_mad(vectors) == pytest.approx(np.sqrt(23.0) - np.sqrt(18.0))
+    with pytest.raises(InvalidArgument, match="for form='histogram'"):
+        metrics.state_marginals(episodes, bins=2, ranges=[(0.0, 1.0)] * 2, form="concatenated")
+    with pytest.raises(InvalidArgument, match="are needed"):
+        metrics.state_marginals(episodes)
+
+
+def test_the_bootstrap_draws_rliables_50000_replicates_by_default():
+    calls = []
+
+    def mean(x):
+        calls.append(1)
+        return float(np.mean(x))
+
+    # Two runs of one task: a replicate's mean is 0, 0.5 or 1 with probabilities 1/4, 1/2 and 1/4, so the
+    # 2.5th percentile is 0 and the 97.5th is 1.
+    result = metrics.stratified_bootstrap_ci([[0.0], [1.0]], mean, np.random.default_rng(0))
+    assert result == (0.5, 0.0, 1.0)
+    assert len(calls) == 50_000 + 1  # every replicate, then the estimate
+
+
 def test_iqm_and_a_seeded_stratified_bootstrap():
     assert metrics.iqm([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 100.0]) == 4.5
     assert metrics.iqm(np.arange(8.0)) == pytest.approx(scipy.stats.trim_mean(np.arange(8.0), 0.25))

@@ -64,6 +64,34 @@ def test_sharing_the_pre_shift_episodes_gives_the_same_returns(tmp_path: Path) -
     pd.testing.assert_frame_equal(shift_impact.did_table(played), shift_impact.did_table(shared))
 
 
+def test_the_check_compares_every_pre_shift_episode_a_run_plays_and_says_which(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rlwrappers.studies.results import open_evaluation
+
+    settings: dict[str, Any] = {"episodes": 4, "seeds": 1, "execution": Execution(workers=1, progress=False)}
+    shared = shift_impact.causal(AGENT, ENV, ["obs_noise(std=1.0)"], out=tmp_path / "shared", **settings)
+    row = shared.fixed_seed_check().iloc[0]  # T = 2: episode 1 is compared, episode 0 was copied
+    assert (row["compared"], row["shared"], row["identical"]) == (1, 1, True)
+    page = write_report(shared).read_text()
+    assert "1 of the 2 pre-shift episodes" in page and "the other 1 were taken from the counterfactual" in page
+
+    played = shift_impact.causal(
+        AGENT, ENV, ["obs_noise(std=1.0)"], out=tmp_path / "played", share_pre_shift=False, **settings
+    )
+    run = played.index[played.index["shift"] != BASELINE].iloc[0]
+    steps = played.path / run["path"] / "steps.parquet"
+    table = pq.read_table(steps)
+    actions = table.column("action").to_numpy().copy()
+    first = int(np.flatnonzero(table.column("episode").to_numpy() == 0)[0])
+    actions[first] = 1 - actions[first]  # the first action of episode 0, not of episode T - 1, now differs
+    column = table.schema.get_field_index("action")
+    pq.write_table(table.set_column(column, table.schema.field(column), pa.array(actions)), steps)
+    check = open_evaluation(played.path).fixed_seed_check()
+    assert check[["compared", "shared", "identical", "first_difference"]].iloc[0].tolist() == [2, 0, False, 0]
+
+
 def _unseeded_policy(obs: np.ndarray) -> int:
     return int(np.random.randint(0, 2))  # numpy's global state: not reproducible
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import re
 import shutil
@@ -150,6 +151,28 @@ def test_pareto_joins_the_front_only() -> None:
     (front,) = [line for line in fig.axes[0].get_lines() if line.get_label() == "Pareto front"]
     assert front.get_xdata().tolist() == [1.0, 5.0] and front.get_ydata().tolist() == [8.0, 10.0]
     assert {t.get_text() for t in fig.axes[0].texts} == {"a", "b", "c"}
+
+
+def test_pareto_labels_of_close_points_never_overlap() -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    performance = {"baseline": 500.0, "reward_noise": 501.7, "dynamics": 436.0, "init_noise": 396.0}
+    performance |= {"param_noise": 382.6, "action_noise": 382.4, "obs_noise": 252.6, "same_as_param": 382.6}
+    dispersion = {name: 0.0 for name in performance} | {"reward_noise": 15.7, "obs_noise": 149.7}
+    fig = plots.pareto(performance, dispersion)
+    canvas = FigureCanvasAgg(fig)
+    for dpi in (100, 110):  # the screen's and the report's
+        fig.set_dpi(dpi)
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        ax = fig.axes[0]
+        boxes = {t.get_text(): Text.get_window_extent(t, renderer) for t in ax.texts}  # the text, not its line
+        assert sorted(boxes) == sorted(performance)
+        for (a, box_a), (b, box_b) in itertools.combinations(boxes.items(), 2):
+            assert not box_a.overlaps(box_b), (a, b, dpi)
+        frame = ax.get_window_extent(renderer)
+        assert all(frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1) for box in boxes.values())
 
 
 def test_plots_refuse_bad_input() -> None:

@@ -231,6 +231,33 @@ def test_sanity_check_table_and_summary() -> None:
         saliency_report.sanity_check_curves({})
 
 
+def test_the_sanity_check_and_its_report_offer_the_reference_codes_flattened_ssim(tmp_path: Path) -> None:
+    from rlwrappers.studies import saliency as saliency_study
+
+    agent = conv_agent()
+    states = np.random.default_rng(1).integers(0, 256, (2, *OBS.shape), dtype=np.uint8)
+    flat = sanity.sanity_check(gradient_map, agent, states, seed=0, flatten_ssim=True)
+    plain = sanity.sanity_check(gradient_map, agent, states, seed=0)
+    # By hand: the maps of state 0 before and after the output layer's randomization, min-max scaled and
+    # flattened; the sign-invariant SSIM is the larger of SSIM(u, v) and SSIM(u, 1 - v).
+    copy = sanity.cascading_randomization(agent, seed=0)[0][1]
+    a, b = gradient_map(agent, states[0]), gradient_map(copy, states[0])
+    u, v = ((m - m.min()) / np.ptp(m) for m in (a.ravel().astype(np.float64), b.ravel().astype(np.float64)))
+    by_hand = max(skimage_metrics.structural_similarity(u, w, win_size=7, data_range=1.0) for w in (v, 1.0 - v))
+    assert flat.loc[0, "ssim"] == pytest.approx(by_hand, abs=1e-12)
+    assert not np.allclose(flat["ssim"], plain["ssim"])
+    pd.testing.assert_frame_equal(flat.drop(columns="ssim"), plain.drop(columns="ssim"))
+
+    default = saliency_study.study(agent, states, {"occlusion": {"patch": 4}}, sanity=1)
+    result = saliency_study.study(agent, states, {"occlusion": {"patch": 4}}, sanity=1, flatten_ssim=True)
+    assert not np.allclose(result.sanity["ssim"], default.sanity["ssim"])
+    pd.testing.assert_frame_equal(result.sanity.drop(columns="ssim"), default.sanity.drop(columns="ssim"))
+    loaded = saliency_study.Study.load(result.save(tmp_path))
+    assert loaded.flatten_ssim and not default.flatten_ssim
+    assert "SSIM compared the flattened maps" in saliency_report.write_saliency_report(tmp_path).read_text()
+    assert "SSIM compared the 2-D maps" in saliency_report.write_saliency_report(default, tmp_path / "2d").read_text()
+
+
 # -- insertion -------------------------------------------------------------------------------------------
 class TwoPixelQ(torch.nn.Module):
     """q0 = 1 + (x[:, 0, 0] summed over the frames) / 100 and q1 = 0.5 + (x[:, 1, 1] summed) / 50, on (2, 3, 3)."""

@@ -152,13 +152,16 @@ def sanity_check(
     *,
     layers: Sequence[str] | None = None,
     sign_invariant: bool = True,
+    flatten_ssim: bool = False,
 ) -> pd.DataFrame:
     """Adebayo et al.'s model-parameter randomization test: the original maps against those of randomized copies.
 
     ``explain(agent, obs)`` returns the (H, W) saliency map of one observation. It is called for ``agent`` and
     for every copy of :func:`cascading_randomization` (``seed``, ``layers``) on each state; each copy's map is
-    compared with the original's by :func:`similarities`. In the paper, the randomized networks explain the
-    action the original agent chose: let ``explain`` pick it from the original agent to do the same.
+    compared with the original's by :func:`similarities` (``sign_invariant``, ``flatten_ssim``: SSIM on the 2-D
+    maps by default, on the flattened maps as the paper's reference code with True). In the paper, the
+    randomized networks explain the action the original agent chose: let ``explain`` pick it from the original
+    agent to do the same.
 
     Returns:
         One row per (state, randomized layer): ``state`` (the index in ``states``), ``level`` (how many layers
@@ -176,6 +179,8 @@ def sanity_check(
     for i, obs in enumerate(batch):
         original = explain(agent, obs)
         for level, (layer, randomized) in enumerate(cascade, 1):
-            values = similarities(original, explain(randomized, obs), sign_invariant=sign_invariant)
+            values = similarities(
+                original, explain(randomized, obs), sign_invariant=sign_invariant, flatten_ssim=flatten_ssim
+            )
             rows.append({"state": i, "level": level, "layer": layer, **values})
     return pd.DataFrame(rows, columns=["state", "level", "layer", *SIMILARITIES])

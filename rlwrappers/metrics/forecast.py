@@ -9,6 +9,10 @@ intervals never overlap.
 - :func:`damped_trend_forecast` fits statsmodels' ``ETSModel`` (additive error, additive damped trend, no
   season), whose prediction intervals for this model are exact (closed form), not simulated. Fit it to the
   raw per-episode series: a rolling mean (for display) would smooth the noise away and narrow the intervals.
+  Two things differ from seed 001's Appendix A.1. The damping phi is bounded to [0.8, 0.98], statsmodels'
+  range and the one Hyndman and Athanasopoulos advise; the paper allows 0 < phi < 1, which
+  ``damping_bounds=PAPER_DAMPING_BOUNDS`` gives. And the trend's smoothing parameter is reported as statsmodels
+  gives it, ``smoothing_trend`` = alpha * beta*; the paper's beta* is ``smoothing_trend / smoothing_level``.
 - :func:`significantly_better` applies the rule.
 
 statsmodels comes with the ``causal`` extra.
@@ -27,10 +31,22 @@ from rlwrappers._optional import require
 from rlwrappers.error import InvalidArgument, InvalidType
 from rlwrappers.metrics.reproducibility import iqm
 
-__all__ = ["AGGREGATES", "Forecast", "damped_trend_forecast", "episode_series", "significantly_better"]
+__all__ = [
+    "AGGREGATES",
+    "DAMPING_BOUNDS",
+    "PAPER_DAMPING_BOUNDS",
+    "Forecast",
+    "damped_trend_forecast",
+    "episode_series",
+    "significantly_better",
+]
 
 #: How :func:`episode_series` aggregates the seeds of one episode.
 AGGREGATES = ("mean", "iqm")
+#: The range the damping phi is fitted in by default: statsmodels' (seed 001 allows 0 < phi < 1).
+DAMPING_BOUNDS = (0.8, 0.98)
+#: Seed 001's 0 < phi < 1, kept 0.0001 from its ends as statsmodels keeps its other smoothing parameters.
+PAPER_DAMPING_BOUNDS = (0.0001, 0.9999)
 
 
 def episode_series(returns: ArrayLike, how: str = "mean") -> NDArray[np.float64]:
@@ -59,8 +75,10 @@ class Forecast:
         lower: the lower end of the prediction interval at each.
         upper: its upper end.
         level: the intervals' coverage (0.99 for seed 001's 99%).
-        params: the fitted smoothing parameters: ``smoothing_level`` (alpha), ``smoothing_trend`` (beta),
-            ``damping_trend`` (phi), ``initial_level`` and ``initial_trend``.
+        params: the fitted parameters, as statsmodels names them: ``smoothing_level`` (alpha),
+            ``smoothing_trend`` (alpha * beta*, where beta* is the paper's trend smoothing in Appendix A.1's
+            component form), ``damping_trend`` (phi, within the fit's ``damping_bounds``), ``initial_level``
+            and ``initial_trend`` (the level and trend before the first episode).
         converged: whether the maximum-likelihood fit converged; when False the parameters are the optimizer's
             last ones (statsmodels' ConvergenceWarning is kept here instead of being printed).
     """
@@ -73,19 +91,34 @@ class Forecast:
     converged: bool = True
 
 
-def damped_trend_forecast(series: ArrayLike, horizon: int = 100, level: float = 0.99) -> Forecast:
+def damped_trend_forecast(
+    series: ArrayLike,
+    horizon: int = 100,
+    level: float = 0.99,
+    *,
+    damping_bounds: tuple[float, float] = DAMPING_BOUNDS,
+) -> Forecast:
     """Fits Holt's linear damped trend (additive errors) to ``series`` and forecasts ``horizon`` more episodes.
+
+    The fit is statsmodels' state-space form: with ``e_t = y_t - (l_{t-1} + phi b_{t-1})``, the level is
+    ``l_t = l_{t-1} + phi b_{t-1} + alpha e_t`` and the trend ``b_t = phi b_{t-1} + beta e_t``, where
+    ``beta = alpha * beta*`` (``smoothing_trend``) makes it seed 001's component form (Appendix A.1). The
+    forecast h episodes on is ``l_n + (phi + ... + phi^h) b_n``.
 
     Args:
         series: one return per episode, e.g. :func:`episode_series` of the runs; at least 10 episodes.
         horizon: episodes to forecast (seed 001: 100).
         level: the prediction intervals' coverage, in (0, 1) (seed 001: 0.99).
+        damping_bounds: the range phi is fitted in, high < 1: statsmodels' [0.8, 0.98] by default;
+            :data:`PAPER_DAMPING_BOUNDS`, [0.0001, 0.9999], is the paper's 0 < phi < 1 (statsmodels keeps its
+            other smoothing parameters 0.0001 from their ends too; at phi = 1 its intervals are undefined).
 
     Returns:
         A :class:`Forecast`; the same series gives the same forecast.
 
     Raises:
-        InvalidArgument: fewer than 10 episodes, non-finite returns, a horizon < 1 or a level outside (0, 1).
+        InvalidArgument: fewer than 10 episodes, non-finite returns, a horizon < 1, a level outside (0, 1) or
+            damping bounds outside [0, 1).
     """
     y = _check.finite_array("series", series)
     if y.ndim != 1 or len(y) < 10:
@@ -94,12 +127,16 @@ def damped_trend_forecast(series: ArrayLike, horizon: int = 100, level: float = 
         raise InvalidArgument(f"`horizon` must be an int >= 1, received {horizon!r}")
     if not isinstance(level, (int, float)) or isinstance(level, bool) or not 0.0 < level < 1.0:
         raise InvalidArgument(f"`level` must lie in (0, 1), received {level!r}")
+    low, high = _damping_bounds(damping_bounds)
     pd = require("pandas", purpose="forecasts")
     ets = require("statsmodels.tsa.exponential_smoothing.ets", purpose="damped-trend forecasts")
     # A pandas series: statsmodels 0.15's prediction results need an index.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", require("statsmodels.tools.sm_exceptions").ConvergenceWarning)
-        fitted = ets.ETSModel(pd.Series(y), error="add", trend="add", damped_trend=True).fit(disp=False)
+        model = ets.ETSModel(
+            pd.Series(y), error="add", trend="add", damped_trend=True, bounds={"damping_trend": (low, high)}
+        )
+        fitted = model.fit(disp=False)
     frame = fitted.get_prediction(start=len(y), end=len(y) + int(horizon) - 1).summary_frame(alpha=1.0 - level)
     names = ("smoothing_level", "smoothing_trend", "damping_trend", "initial_level", "initial_trend")
     return Forecast(
@@ -110,6 +147,16 @@ def damped_trend_forecast(series: ArrayLike, horizon: int = 100, level: float = 
         params={name: float(value) for name, value in zip(names, fitted.params, strict=True)},
         converged=bool(fitted.mle_retvals.get("converged", True)),
     )
+
+
+def _damping_bounds(bounds: object) -> tuple[float, float]:
+    """``bounds`` as a (low, high) pair with 0 <= low <= high < 1."""
+    if not isinstance(bounds, tuple) or len(bounds) != 2:
+        raise InvalidArgument(f"`damping_bounds` must be a pair (low, high), received {bounds!r}")
+    low, high = (_check.number(f"damping_bounds[{i}]", v) for i, v in enumerate(bounds))
+    if not 0.0 <= low <= high < 1.0:
+        raise InvalidArgument(f"`damping_bounds` must satisfy 0 <= low <= high < 1, received {bounds!r}")
+    return low, high
 
 
 def significantly_better(a: Forecast, b: Forecast) -> bool:

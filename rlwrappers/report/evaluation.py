@@ -40,7 +40,7 @@ from rlwrappers.report.tables import html_table
 from rlwrappers.spec import format_call
 from rlwrappers.studies import sweep as sweep_study
 from rlwrappers.studies.design import BASELINE
-from rlwrappers.studies.results import Evaluation, open_evaluation, summarize
+from rlwrappers.studies.results import Evaluation, fixed_seed_coverage, open_evaluation, summarize
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -344,10 +344,10 @@ def _protocol(
         statements = [
             f"FIXED-SEED CHECK FAILED for {len(broken)} of {len(check)} shifted runs: they differ from their "
             "counterfactual before the shift, so the env or the agent is not deterministic and no estimate below "
-            "is a causal effect."
+            f"is a causal effect. {fixed_seed_coverage(check)}"
             if len(broken)
-            else f"Fixed-seed check passed: all {len(check)} shifted runs equal their counterfactual before episode "
-            f"{shift_at} ({int(check['compared'].sum())} pre-shift episodes compared step by step)."
+            else f"Fixed-seed check passed: all {len(check)} shifted runs equal their counterfactual on the episodes "
+            f"before {shift_at} that were compared. {fixed_seed_coverage(check)}"
         ]
         statements += [f"{agent} under {shift}: {row.verdict}" for (agent, shift), row in table.iterrows()]
         statements += shift_impact.impact_verdicts(table)
@@ -402,8 +402,9 @@ def _protocol(
             "linear trend "
             "with a damped trend is fitted to that raw series (not to its rolling mean) and forecasts 100 more "
             "episodes. forecast, lower and upper are the forecast and its 99% prediction interval at the last of "
-            "them; damping is the fitted phi. An arm counts as significantly better than another when its forecast is "
-            "higher and the intervals never overlap."
+            "them; damping is the fitted phi of statsmodels' ETSModel, bounded to [0.8, 0.98] where seed 001 allows "
+            "0 < phi < 1 (ETSModel's trend smoothing is the paper's alpha * beta*). An arm counts as significantly "
+            "better than another when its forecast is higher and the intervals never overlap."
         )
         return _Protocol("Forecasts", intro, table, "forecast.csv", statements, figures)
     return None

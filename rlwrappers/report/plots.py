@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import textwrap
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -186,14 +187,83 @@ def pareto(
     ax.scatter(d[~front], p[~front], color="0.55", s=36, label="dominated", zorder=2)
     order = np.argsort(d[front])
     ax.plot(d[front][order], p[front][order], color=_FRONT_COLOUR, marker="o", linewidth=1.5, label="Pareto front")
-    for name, x, y in zip(names, d, p, strict=True):
-        ax.annotate(str(name), (x, y), xytext=(5, 4), textcoords="offset points", fontsize="small")
     ax.margins(0.12)
     ax.set_xlabel(f"{dispersion_label} of the return (lower is better)")
     ax.set_ylabel("performance (higher is better)")
     ax.set_title("Performance against dispersion")
     ax.legend(fontsize="small")
+    _label_points(ax, [str(n) for n in names], d, p)
     return fig
+
+
+#: Where :func:`_label_points` tries a label: each distance from the point (in points), in each direction.
+_LABEL_DISTANCES: Final = (5.0, 12.0, 20.0, 30.0, 42.0, 56.0)
+_LABEL_DIRECTIONS: Final = ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))
+#: Labels placed farther than this (in points) get a line to their point.
+_LABEL_NEAR: Final = 12.0
+#: The radius (in points) kept clear around every point: the markers' own, 3, and a little more.
+_MARKER_RADIUS: Final = 4.0
+
+
+def _label_points(ax: Axes, names: list[str], xs: NDArray[np.float64], ys: NDArray[np.float64]) -> None:
+    """Labels every point so that no two labels overlap, nor a label a point, the legend or the axes' edge.
+
+    Greedy and deterministic: each label in turn takes the first place, nearest first, whose rendered box
+    meets none of those; a label that finds none takes the place that overlaps least. A label placed farther
+    than :data:`_LABEL_NEAR` gets a thin line to its point. The figure is laid out first, so the boxes are
+    those it will draw.
+    """
+    agg = require("matplotlib.backends.backend_agg", purpose="plots")
+    transforms = require("matplotlib.transforms", purpose="plots")
+    fig = ax.get_figure()
+    if fig is None:
+        raise InvalidArgument("`ax` must belong to a figure")
+    canvas = agg.FigureCanvasAgg(fig)  # a renderer to measure the text with
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    radius = renderer.points_to_pixels(_MARKER_RADIUS)
+    centres = ax.transData.transform(np.column_stack([xs, ys]))
+    taken = [transforms.Bbox.from_extents(x - radius, y - radius, x + radius, y + radius) for x, y in centres]
+    legend = ax.get_legend()
+    if legend is not None:
+        taken.append(legend.get_window_extent(renderer))
+
+    def overlap(box: Any) -> float:
+        outside = box.width * box.height - _area(transforms.Bbox.intersection(box, frame))
+        return float(outside + sum(_area(transforms.Bbox.intersection(box, other)) for other in taken))
+
+    for name, x, y in zip(names, xs, ys, strict=True):
+        probe = ax.annotate(name, (x, y), xytext=(0.0, 0.0), textcoords="offset points", fontsize="small")
+        places = []
+        for distance, (dx, dy) in itertools.product(_LABEL_DISTANCES, _LABEL_DIRECTIONS):
+            ha = "left" if dx > 0 else "right" if dx < 0 else "center"
+            va = "bottom" if dy > 0 else "top" if dy < 0 else "center"
+            probe.set(position=(dx * distance, dy * distance), horizontalalignment=ha, verticalalignment=va)
+            box = probe.get_window_extent(renderer).padded(1.0)
+            places.append((overlap(box), distance, (dx * distance, dy * distance), ha, va, box))
+            if places[-1][0] == 0.0:
+                break
+        probe.remove()
+        _, distance, offset, ha, va, box = min(places, key=lambda place: place[0])  # the first of the least
+        line = {"arrowstyle": "-", "color": "0.6", "linewidth": 0.6, "shrinkA": 0.0, "shrinkB": 3.0}
+        label = ax.annotate(
+            name,
+            (x, y),
+            xytext=offset,
+            textcoords="offset points",
+            horizontalalignment=ha,
+            verticalalignment=va,
+            fontsize="small",
+            arrowprops=line if distance > _LABEL_NEAR else None,
+        )
+        label.set_in_layout(False)
+        taken.append(box)
+
+
+def _area(box: Any) -> float:
+    """The area of a box, 0 for None (no intersection)."""
+    return 0.0 if box is None else float(box.width * box.height)
 
 
 def _spread(ax: Axes, values_by_method: dict[str, NDArray[np.float64]]) -> None:

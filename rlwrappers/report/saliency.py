@@ -131,8 +131,15 @@ restore the agent's output fastest.</p>
 output layer down, and each randomized agent's map is compared with the original's by Spearman rank
 correlation, SSIM and the Pearson correlation of HOGs, each the larger of the map's and its negation's. Maps
 that depend on what the agent learned fall as layers are randomized; a map that stays similar does not explain
-the agent.</p>
+the agent. {ssim}</p>
 """
+
+#: What the report says of each SSIM form (``Study.flatten_ssim``).
+_SSIM_FORMS: Final = {
+    False: "SSIM compared the 2-D maps, with a 7 x 7 window (the paper's reference code flattened them first).",
+    True: "SSIM compared the flattened maps, with a window of 7 along the rows of pixels, as the paper's "
+    "reference code did.",
+}
 
 
 def write_saliency_report(study: Any, out_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -160,7 +167,8 @@ def write_saliency_report(study: Any, out_dir: str | os.PathLike[str] | None = N
     if len(study.sanity):
         tables = {method: table for method, table in study.sanity.groupby("method", sort=False)}
         fig = sanity_check_curves(tables, title="similarity to the original maps as layers are randomized")
-        images["sanity.png"] = ("sanity checks (Figures 5-6)", png(fig, out / "sanity.png", None))
+        caption = f"sanity checks (Figures 5-6). {_SSIM_FORMS[study.flatten_ssim]}"
+        images["sanity.png"] = (caption, png(fig, out / "sanity.png", None))
     else:
         (out / "sanity.png").unlink(missing_ok=True)
     params = "".join(
@@ -178,7 +186,7 @@ def write_saliency_report(study: Any, out_dir: str | os.PathLike[str] | None = N
 <h2>Parameters</h2>
 <table><thead><tr><th>method</th><th>call</th></tr></thead><tbody>{params}</tbody></table>
 <h2>How to read the numbers</h2>
-{_EXPLAIN_EXPLANATION}
+{_EXPLAIN_EXPLANATION.format(ssim=html.escape(_SSIM_FORMS[study.flatten_ssim]))}
 <p><small>Written by rlwrappers {html.escape(__version__)}.</small></p>
 """,
     )

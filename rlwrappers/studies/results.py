@@ -28,7 +28,14 @@ from rlwrappers.studies.probes import Probe, probe_path
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Evaluation", "FixedSeedWarning", "open_evaluation", "summarize", "warn_if_not_identical"]
+__all__ = [
+    "Evaluation",
+    "FixedSeedWarning",
+    "fixed_seed_coverage",
+    "open_evaluation",
+    "summarize",
+    "warn_if_not_identical",
+]
 
 
 class FixedSeedWarning(UserWarning):
@@ -47,6 +54,26 @@ def warn_if_not_identical(check: pd.DataFrame) -> None:
             FixedSeedWarning,
             stacklevel=3,
         )
+
+
+def fixed_seed_coverage(check: pd.DataFrame) -> str:
+    """What a fixed-seed check compared, in words: the episodes it compared and those it did not.
+
+    Example:
+        >>> import pandas as pd
+        >>> coverage = fixed_seed_coverage(pd.DataFrame({"compared": [1, 1], "shared": [4, 4]}))
+        >>> coverage.split(" step by step")[0], "the other 8 were taken from the counterfactual" in coverage
+        ('2 of the 10 pre-shift episodes of the 2 shifted runs were compared', True)
+    """
+    compared, shared = int(check["compared"].sum()), int(check["shared"].sum())
+    runs = f"{len(check)} shifted run" + ("" if len(check) == 1 else "s")
+    text = f"{compared} of the {compared + shared} pre-shift episodes of the {runs} were compared step by step"
+    if not shared:
+        return text + "."
+    return (
+        f"{text}; the other {shared} were taken from the counterfactual, not played, so they equal it by "
+        "construction and were not checked (share_pre_shift=False plays and checks every one)."
+    )
 
 
 @dataclass(frozen=True)
@@ -140,13 +167,16 @@ class Evaluation:
     def fixed_seed_check(self) -> pd.DataFrame:
         """Checks the RL fixed-seed assumption of a causal evaluation: shifted runs equal the counterfactual before T.
 
-        Every episode a shifted run played before ``shift_at`` (only ``T - 1`` when the pre-shift episodes are
-        shared, all of them otherwise) is compared step by step with the same episode of the counterfactual:
-        actions, rewards and ends.
+        Every episode a shifted run played before ``shift_at`` is compared step by step with the same episode of
+        the counterfactual: actions, rewards and ends. With the pre-shift episodes shared (the default), that is
+        episode ``T - 1`` alone: episodes 0 .. ``T - 2`` were taken from the counterfactual, not played, and are
+        not checked. ``share_pre_shift=False`` plays and checks all of them. :func:`fixed_seed_coverage` says
+        which in words.
 
         Returns:
             One row per finished shifted run: agent, shift, run_seed, ``compared`` (episodes compared),
-            ``identical`` and ``first_difference`` (the first episode that differs, or -1).
+            ``shared`` (pre-shift episodes taken from the counterfactual, not compared), ``identical`` and
+            ``first_difference`` (the first episode that differs, or -1).
 
         Raises:
             LogError: the evaluation is not causal (no ``shift_at``).
@@ -177,11 +207,12 @@ class Evaluation:
                     "shift": row.shift,
                     "run_seed": row.seed,
                     "compared": shift_at - first,
+                    "shared": first,
                     "identical": not differing,
                     "first_difference": differing[0] + first if differing else -1,
                 }
             )
-        columns = ["agent", "shift", "run_seed", "compared", "identical", "first_difference"]
+        columns = ["agent", "shift", "run_seed", "compared", "shared", "identical", "first_difference"]
         return pd.DataFrame(rows, columns=columns)
 
     def probes(self) -> dict[tuple[str, str], Probe]:

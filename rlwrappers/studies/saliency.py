@@ -131,6 +131,7 @@ class Study:
             :data:`~rlwrappers.metrics.saliency.INSERTION_COLUMNS` and ``seconds``, the time the map took.
         sanity: one row per (method, state, randomized layer) with the three similarities (empty when not run).
         params: per method, its parameters with the defaults resolved.
+        flatten_ssim: whether the sanity check's SSIM compared the flattened maps rather than the 2-D ones.
     """
 
     states: NDArray[Any]
@@ -140,6 +141,7 @@ class Study:
     sanity: pd.DataFrame
     params: Mapping[str, Mapping[str, Any]]
     segments: Mapping[str, NDArray[np.int64]] = field(default_factory=dict)
+    flatten_ssim: bool = False
 
     def summary(self) -> pd.DataFrame:
         """Per method: the mean of each insertion AUC and of the seconds per map, and the states."""
@@ -151,7 +153,7 @@ class Study:
         """Writes the study into ``directory`` and returns it.
 
         Files: ``maps.npz`` (states, maps, actions, segments), ``insertion.csv``, ``sanity.csv`` and
-        ``explain.json`` (the parameters).
+        ``explain.json`` (the parameters and the SSIM form).
         """
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
@@ -164,7 +166,8 @@ class Study:
         np.savez_compressed(out / _MAPS_FILE, **arrays)  # type: ignore[arg-type]
         self.insertion.to_csv(out / "insertion.csv", index=False)
         self.sanity.to_csv(out / "sanity.csv", index=False)
-        (out / _REQUEST_FILE).write_text(json.dumps({"params": self.params}, indent=1, default=str) + "\n")
+        request = {"params": self.params, "flatten_ssim": self.flatten_ssim}
+        (out / _REQUEST_FILE).write_text(json.dumps(request, indent=1, default=str) + "\n")
         return out
 
     @classmethod
@@ -180,7 +183,7 @@ class Study:
             raise MissingFile(f"no saliency study in {str(source)!r}: {_MAPS_FILE} is missing")
         with np.load(source / _MAPS_FILE) as data:
             arrays = {key: data[key] for key in data.files}
-        params = json.loads((source / _REQUEST_FILE).read_text())["params"]
+        request = json.loads((source / _REQUEST_FILE).read_text())
         maps = {key[4:]: value for key, value in arrays.items() if key.startswith("map.")}
         return cls(
             states=arrays["states"],
@@ -188,8 +191,9 @@ class Study:
             actions={method: arrays[f"action.{method}"] for method in maps},
             insertion=pandas.read_csv(source / "insertion.csv"),
             sanity=pandas.read_csv(source / "sanity.csv"),
-            params=params,
+            params=request["params"],
             segments={key[9:]: value for key, value in arrays.items() if key.startswith("segments.")},
+            flatten_ssim=bool(request.get("flatten_ssim", False)),
         )
 
 
@@ -217,6 +221,7 @@ def study(
     *,
     sanity: int = 5,
     seed: int = 0,
+    flatten_ssim: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> Study:
     """Every method's map of every state, timed, with its insertion metric and, on ``sanity`` states, its sanity check.
@@ -229,6 +234,8 @@ def study(
             observations only (the similarities compare 2-D maps). 0 skips it.
         seed: seeds the methods that draw (RISE, LIME: every state with the same seed), the insertion metric's
             random substrate and order (state i with ``seed + i``) and the randomized layers.
+        flatten_ssim: the sanity check's SSIM on the flattened maps, as the paper's reference code, instead of
+            the 2-D maps (:func:`rlwrappers.metrics.saliency.ssim`).
         progress: called with a line of text as each method finishes.
     """
     pandas = require("pandas", purpose="saliency studies")
@@ -262,7 +269,8 @@ def study(
             segments[method] = np.stack([r.segments for r in results if r.segments is not None])
         params[method] = dict(results[0].params)
         if image and sanity:
-            checks.append(_sanity_check(agent, batch[:sanity], method, {**given, **drawn}, seed).assign(method=method))
+            check = _sanity_check(agent, batch[:sanity], method, {**given, **drawn}, seed, flatten_ssim)
+            checks.append(check.assign(method=method))
         if progress is not None:
             per_map = float(np.mean([row["seconds"] for row in rows if row["method"] == method]))
             progress(
@@ -275,14 +283,17 @@ def study(
         if checks
         else pandas.DataFrame(columns=["method", "state", "level", "layer", *SIMILARITIES])
     )
-    return Study(batch, maps, actions, pandas.DataFrame(rows, columns=columns), sanity_table, params, segments)
+    insertion_table = pandas.DataFrame(rows, columns=columns)
+    return Study(batch, maps, actions, insertion_table, sanity_table, params, segments, flatten_ssim)
 
 
 def _parameters(method: str) -> set[str]:
     return set(inspect.signature(METHODS[method]).parameters)
 
 
-def _sanity_check(agent: Agent, states: NDArray[Any], method: str, params: dict[str, Any], seed: int) -> pd.DataFrame:
+def _sanity_check(
+    agent: Agent, states: NDArray[Any], method: str, params: dict[str, Any], seed: int, flatten_ssim: bool
+) -> pd.DataFrame:
     """The method's sanity check on ``states``: randomized agents explain the action the original one analysed."""
     analysed: list[int] = []
 
@@ -293,7 +304,7 @@ def _sanity_check(agent: Agent, states: NDArray[Any], method: str, params: dict[
             return result.values
         return saliency_map(explained, obs, method, **{**params, "action": analysed[-1]}).values
 
-    return sanity.sanity_check(explain, agent, states, seed=seed)
+    return sanity.sanity_check(explain, agent, states, seed=seed, flatten_ssim=flatten_ssim)
 
 
 # -- parameter search --------------------------------------------------------------------------------------
