@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
+import signal
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -27,7 +29,8 @@ from rlwrappers import schedule
 from rlwrappers.core import perturbations
 from rlwrappers.error import Error, InvalidArgument
 from rlwrappers.registration import base_ids, catalogue
-from rlwrappers.studies.design import EnvSetup, Execution, Timing
+from rlwrappers.studies.design import INDEX_FILE, EnvSetup, Execution, Timing
+from rlwrappers.studies.interrupts import Interrupted
 from rlwrappers.studies.shift_impact import DEFAULT_STRIKE
 from rlwrappers.studies.sweep import SWEEPS
 
@@ -743,6 +746,22 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     return parser, listing
 
 
+def _interrupted(args: argparse.Namespace, stop: KeyboardInterrupt) -> int:
+    """Says what an interrupted command kept; returns the shell's status for the signal (130 for SIGINT)."""
+    signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
+    kept = ""
+    index = Path(getattr(args, "out", None) or ".") / INDEX_FILE
+    if args.command in ("demo", "evaluate", "sweep") and index.exists():
+        runs = json.loads(index.read_text())["runs"]
+        finished = sum(run["status"] == "complete" for run in runs)
+        kept = (
+            f"; {finished} of {len(runs)} runs finished and are kept in {str(index.parent)!r}. Run the same"
+            " command again to play the rest"
+        )
+    print(f"rlwrappers {args.command}: stopped by {signal.Signals(signum).name}{kept}", file=sys.stderr)
+    return 128 + signum
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
     parser, listing = _parser()
@@ -766,6 +785,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Error as exc:  # the library's own errors are messages for the user, not crashes
         print(f"rlwrappers {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as stop:
+        return _interrupted(args, stop)
     except BrokenPipeError:  # the reader stopped early (`rlwrappers list | head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

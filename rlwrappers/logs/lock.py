@@ -4,14 +4,16 @@ A writer takes the folder's lock before it touches any file there and releases i
 second writer (another process, or another recorder in the same one) is refused with a
 :class:`~rlwrappers.error.LogError` naming the holder. The lock is the operating system's (``flock`` on POSIX,
 ``msvcrt.locking`` on Windows), so it ends with the process however the process ends: a killed writer never
-leaves a folder locked. The lock file (:data:`LOCK_FILE`) holds the holder's pid and host, and is removed on
-release.
+leaves a folder locked. A child forked from the writer does not share its locks: they end with the writer
+even while the child lives on. The lock file (:data:`LOCK_FILE`) holds the holder's pid and host, and is
+removed on release.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import weakref
 from pathlib import Path
 from typing import Final
 
@@ -51,6 +53,19 @@ def _still_named(fd: int, path: Path) -> bool:
     return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
+#: The locks this process holds, which a forked child closes (its copies would keep them held).
+_HELD: weakref.WeakSet[FolderLock] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    for lock in list(_HELD):
+        lock._forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
 class FolderLock:
     """The exclusive right to write the folder ``folder``, from construction to :meth:`release`.
 
@@ -75,6 +90,7 @@ class FolderLock:
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
         self._fd: int | None = fd
+        _HELD.add(self)
 
     @property
     def held(self) -> bool:
@@ -92,3 +108,9 @@ class FolderLock:
             return
         self.path.unlink(missing_ok=True)
         os.close(fd)  # closing the file releases the operating system's lock
+
+    def _forget(self) -> None:
+        """In a forked child: closes the child's copy of the lock file, leaving the lock to its holder."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)

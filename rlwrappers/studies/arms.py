@@ -89,9 +89,9 @@ def run(spec: RunSpec, agent: Any, settings: Settings, root: str, stack: Stack =
         "agent_detail": str(actor),
     }
     recorder = Recorder(env, path, overwrite=True, metadata=metadata)
-    attach(recorder, actor)
     returns = []
     try:
+        attach(recorder, actor)
         game = 0
         for episode in range(spec.first_episode, settings.episodes):
             new_game = lives is None or lives.game_over

@@ -24,11 +24,13 @@ complete are not redone. :func:`~rlwrappers.studies.results.open_evaluation` rea
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import pickle
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import closing
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -40,7 +42,7 @@ from rlwrappers.error import InvalidArgument, InvalidType, LogError
 from rlwrappers.logs.lock import LOCK_FILE, FolderLock
 from rlwrappers.logs.reader import read_episodes, read_meta
 from rlwrappers.schedule import Schedule
-from rlwrappers.studies import arms
+from rlwrappers.studies import arms, interrupts
 from rlwrappers.studies.design import (
     BASELINE,
     INDEX_FILE,
@@ -88,11 +90,14 @@ _WORKER: dict[str, Any] = {}
 
 def _start_worker(agents: dict[str, Any], settings: Settings, stack: Stack) -> None:
     """A local worker's initializer: receives (by fork, or pickled) what every run needs besides its spec."""
+    interrupts.stop_on_signals()
     _single_threaded_torch()
     _WORKER.update(agents=agents, settings=settings, stack=stack)
 
 
 def _run_in_worker(spec: RunSpec, root: str) -> dict[str, Any]:
+    if interrupts.stopping():
+        raise KeyboardInterrupt("the study is stopping")
     return run_one(spec, _WORKER["agents"][spec.agent], _WORKER["settings"], root, _WORKER["stack"])
 
 
@@ -115,8 +120,8 @@ def check_picklable(agents: Mapping[str, Any], stack: Stack, execution: Executio
 
 def _execute(
     todo: list[RunSpec], agents: dict[str, Any], settings: Settings, root: Path, stack: Stack, execution: Execution
-) -> Iterator[dict[str, Any]]:
-    """Yields each run's index row as it finishes."""
+) -> Generator[dict[str, Any], None, None]:
+    """Yields each run's index row as it finishes; closing it early stops the runs in progress."""
     if not todo:
         return
     workers = min(execution.processes, len(todo))
@@ -127,17 +132,25 @@ def _execute(
         for spec in todo:
             yield run_one(spec, agents[spec.agent], settings, str(root), stack)
         return
-    with ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=execution.context,
-        initializer=_start_worker,
-        initargs=(agents, settings, stack),
-    ) as pool:
+    others = set(multiprocessing.active_children())
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=execution.context, initializer=_start_worker, initargs=(agents, settings, stack)
+    )
+    try:
         pending: set[Future[dict[str, Any]]] = {pool.submit(_run_in_worker, spec, str(root)) for spec in todo}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 yield future.result()
+    except Exception:  # a run failed: the runs in progress finish, no other starts
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    except BaseException:  # interrupted, or the caller stopped reading: the runs in progress stop too
+        pool.shutdown(wait=False, cancel_futures=True)
+        interrupts.stop_workers([p for p in multiprocessing.active_children() if p not in others])
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def _execute_ray(
@@ -152,6 +165,7 @@ def _execute_ray(
     started = not ray.is_initialized()
     if started:
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    pending: list[Any] = []
     try:
         remote = ray.remote(num_cpus=1)(_run_on_ray)
         agent_refs = {name: ray.put(a) for name, a in agents.items()}
@@ -159,6 +173,11 @@ def _execute_ray(
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             yield ray.get(done[0])
+    except BaseException:  # the runs in progress stop with their logs closed, before Ray shuts down
+        for ref in pending:
+            ray.cancel(ref)
+        ray.wait(pending, num_returns=len(pending), timeout=interrupts.GRACE)
+        raise
     finally:
         if started:
             ray.shutdown()
@@ -306,7 +325,8 @@ def evaluate(
     ]
     lock = _claim(root, request)
     try:
-        _play(root, specs, named_agents, settings, stack, execution)
+        with interrupts.signals_as_interrupts():
+            _play(root, specs, named_agents, settings, stack, execution)
     finally:
         lock.release()
     result = open_evaluation(root)
@@ -339,10 +359,17 @@ def _play(
     bar = _progress(sum(played.values()), execution.progress)
     bar.update(sum(played.values()) - sum(played[spec.path] for spec in todo))
     try:
-        for row in _execute(todo, agents, settings, root, stack, execution):
-            index[row["path"]] = row
-            _write_index(root, index)
-            bar.update(played[row["path"]])
+        with closing(_execute(todo, agents, settings, root, stack, execution)) as rows:
+            for row in rows:
+                index[row["path"]] = row
+                _write_index(root, index)
+                bar.update(played[row["path"]])
+    except BaseException:  # the index may miss runs that finished as it stopped: the logs say which
+        for spec in specs:
+            row = _finished_row(root, spec, settings.episodes - spec.first_episode, index.get(spec.path))
+            index[spec.path] = row or {**asdict(spec), "status": "pending"}
+        _write_index(root, index)
+        raise
     finally:
         bar.close()
     run_probes(agents, settings, root, stack)
