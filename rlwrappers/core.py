@@ -19,6 +19,7 @@ non-finite float observation or reward, unless that perturbation's entry sets ``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import math
 import re
@@ -29,8 +30,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.utils import RecordConstructorArgs
 
+from rlwrappers import _check, distributions, seeding
 from rlwrappers import schedule as schedules
-from rlwrappers import seeding
 from rlwrappers.error import InvalidArgument, InvalidType, PerturbationError, UnknownName, did_you_mean
 from rlwrappers.schedule import Plan, Schedule
 from rlwrappers.spec import Call, format_call
@@ -147,6 +148,24 @@ class Perturbation:
     def observation_space(self, space: gym.Space[Any]) -> gym.Space[Any]:
         """The observation space after this perturbation (unchanged by default)."""
         return space
+
+    def set_params(
+        self,
+        params: Mapping[str, Any],
+        env: gym.Env[Any, Any],
+        observation_space: gym.Space[Any],
+        action_space: gym.Space[Any],
+    ) -> None:
+        """Takes new values of its parameters while bound: checks and sets them, then binds again.
+
+        The values were drawn from distributions, which its layer checked when it was built; the spaces are the
+        ones it was bound with. Subclasses whose binding follows cheaply from a drawn parameter override it, so
+        that drawing one every step stays cheap.
+        """
+        fresh = type(self)(**params)
+        for field in dataclasses.fields(fresh):  # type: ignore[arg-type]
+            setattr(self, field.name, getattr(fresh, field.name))
+        self.bind(env, observation_space, action_space)
 
     # -- hooks ------------------------------------------------------------------------------------------
     def start_episode(self) -> None:
@@ -279,6 +298,10 @@ class Entry:
     when: Schedule = schedules.ALWAYS
     label: str | None = None
     allow_nonfinite: bool = False
+    #: The parameters drawn from distributions; ``perturbation`` holds a value each can draw in their place.
+    drawn: tuple[distributions.Parameter, ...] = ()
+    #: When the drawn parameters are drawn again: one of :data:`~rlwrappers.distributions.RESAMPLE`.
+    resample: str = "activation"
 
     def __post_init__(self) -> None:
         label = self.label
@@ -287,6 +310,38 @@ class Entry:
             raise InvalidArgument(f"`label` must be a word of at most 64 characters, like 'noise_1', received {shown}")
         if not isinstance(self.allow_nonfinite, bool):
             raise InvalidType(f"`allow_nonfinite` must be a bool, received {self.allow_nonfinite!r}")
+        _check.choice("resample", self.resample, distributions.RESAMPLE)
+        if self.resample != "activation" and not self.drawn:
+            raise InvalidArgument(
+                f"`resample` applies to parameters drawn from a distribution, and `{self.perturbation}` has none"
+            )
+        if self.resample == "step" and self.perturbation.channel in ("state", "policy"):
+            raise InvalidArgument(
+                f"`resample='step'` applies to perturbations that act at every step, not to the"
+                f" {self.perturbation.channel} perturbation `{self.perturbation.name}`; use 'activation' or 'episode'"
+            )
+        taken = set(self.perturbation.step_fields) | set(self.perturbation.reset_fields) | {"active"}
+        for parameter in self.drawn:
+            if parameter.column in taken:
+                raise InvalidArgument(f"`{parameter.column}` is a field of `{self.perturbation.name}`'s records")
+
+    @property
+    def step_fields(self) -> dict[str, str]:
+        """What a step record of this entry holds beyond ``active``: the perturbation's, and each drawn parameter."""
+        return {**self.perturbation.step_fields, **{p.column: "float64" for p in self.drawn}}
+
+    @property
+    def reset_fields(self) -> dict[str, str]:
+        """What a reset record of this entry holds beyond ``active``."""
+        return {**self.perturbation.reset_fields, **{p.column: "float64" for p in self.drawn}}
+
+    def with_drawn(self, values: Mapping[distributions.Path, Any]) -> dict[str, Any]:
+        """The perturbation's parameters with drawn ``values`` (by path) in place."""
+        return distributions.substitute(self._params, values)
+
+    @functools.cached_property
+    def _params(self) -> dict[str, Any]:
+        return self.perturbation.params()
 
     @classmethod
     def parse(
@@ -318,32 +373,52 @@ class Entry:
         own_when = params.pop("when", None)
         label = params.pop("label", None)
         allow = params.pop("allow_nonfinite", allow_nonfinite)
+        resample = params.pop("resample", "activation")
         if isinstance(own_when, Schedule):
             own_when = str(own_when)
         schedule = schedules.from_call(own_when) if isinstance(own_when, Call) else None
         if schedule is None:
             schedule = schedules.parse(own_when if own_when is not None else when)
-        return cls(_build(call.name, params), schedule, label, allow)
+        constants, drawn = distributions.split(params)
+        for parameter in drawn:  # every value a distribution can draw must be one the perturbation takes
+            for value in parameter.distribution.extremes():
+                try:
+                    _build(call.name, distributions.substitute(constants, {parameter.path: value}))
+                except (InvalidArgument, InvalidType) as error:
+                    raise type(error)(_refused_draw(call.name, parameter, value, error)) from None
+        return cls(_build(call.name, constants), schedule, label, allow, drawn, resample)
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as a JSON-ready dict that :meth:`parse` reads back."""
-        out: dict[str, Any] = {"name": self.perturbation.name, **self.perturbation.params()}
+        drawn = {p.path: p.distribution.to_dict() for p in self.drawn}
+        out: dict[str, Any] = {"name": self.perturbation.name, **self.with_drawn(drawn)}
         out["when"] = str(self.when)
         if self.label is not None:
             out["label"] = self.label
         if self.allow_nonfinite:
             out["allow_nonfinite"] = True
+        if self.resample != "activation":
+            out["resample"] = self.resample
         return out
 
     def __str__(self) -> str:
         kwargs: dict[str, Any] = self.perturbation.changed_params()
+        if self.drawn:
+            full = self.with_drawn({p.path: p.distribution for p in self.drawn})
+            kwargs.update({str(key): full[str(key)] for key in dict.fromkeys(p.path[0] for p in self.drawn)})
         if self.when != schedules.ALWAYS:
             kwargs["when"] = self.when
         if self.label is not None:
             kwargs["label"] = self.label
         if self.allow_nonfinite:
             kwargs["allow_nonfinite"] = True
+        if self.resample != "activation":
+            kwargs["resample"] = self.resample
         return format_call(self.perturbation.name, kwargs)
+
+
+def _refused_draw(name: str, parameter: distributions.Parameter, value: Any, error: Exception) -> str:
+    return f"`{parameter.column}` = {parameter.distribution} can draw {value!r}, which `{name}` refuses: {error}"
 
 
 def layers(env: gym.Env[Any, Any]) -> Iterator[PerturbationLayer]:
@@ -406,7 +481,11 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
 
         observation_space, action_space = env.observation_space, env.action_space
         spaces = []  # the observation space after each perturbation
-        for p in self.perturbations:
+        self._bound_at: list[tuple[gym.Space[Any], gym.Space[Any]]] = []  # the spaces each one was bound with
+        for i, p in enumerate(self.perturbations):
+            self._bound_at.append((observation_space, action_space))
+            if self.entries[i].drawn:
+                self._check_drawn(i)
             p.bind(env, observation_space, action_space)
             observation_space = p.observation_space(observation_space)
             spaces.append(observation_space)
@@ -446,6 +525,14 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         self._env_check = _check_for(env.observation_space)
         self._watching = False
 
+        # Parameters drawn from distributions: who draws, who draws every step, and the draws to report.
+        self._drawn = tuple(i for i, e in enumerate(self.entries) if e.drawn)
+        self._stepwise = tuple(i for i in self._drawn if self.entries[i].resample == "step")
+        self._columns = {i: [p.column for p in self.entries[i].drawn] for i in self._drawn}
+        self._parameter_keys = {i: [seeding.label_key(c) for c in self._columns[i]] for i in self._drawn}
+        self._parameter_rngs: dict[int, list[np.random.Generator | None]] = {}
+        self._fresh: dict[int, Record] = {}
+
     # -- introspection ----------------------------------------------------------------------------------
     @property
     def specs(self) -> list[str]:
@@ -477,6 +564,68 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
             self._effect_rngs[i] = rng
         return rng
 
+    # -- drawn parameters -------------------------------------------------------------------------------
+    def _check_drawn(self, i: int) -> None:
+        """Binds the perturbation with every extreme of its distributions, so the env refuses them now, not later."""
+        entry, p = self.entries[i], self.perturbations[i]
+        before = self._bound_at[i][0]
+        space = None
+        for parameter in entry.drawn:
+            for value in parameter.distribution.extremes():
+                try:
+                    extreme = type(p)(**entry.with_drawn({parameter.path: value}))
+                    extreme.bind(self.env, *self._bound_at[i])
+                except (InvalidArgument, InvalidType) as error:
+                    raise type(error)(_refused_draw(p.name, parameter, value, error)) from None
+                space = space or extreme.observation_space(before)
+                if extreme.observation_space(before) != space:
+                    raise InvalidArgument(
+                        f"`{parameter.column}` = {parameter.distribution} changes the observation space of"
+                        f" `{p.name}` as it draws ({value!r}); draw only parameters that keep it"
+                    )
+
+    def _redraw(self, i: int) -> None:
+        """Draws the entry's parameters anew and sets them on its perturbation, reporting them with this call."""
+        entry = self.entries[i]
+        rngs = self._parameter_rngs[i]
+        values: dict[distributions.Path, Any] = {}
+        for n, parameter in enumerate(entry.drawn):  # each parameter from its own stream, apart from the effect's
+            rng = rngs[n] or self._parameter_rng(i, n)
+            values[parameter.path] = parameter.distribution.draw(rng)
+        observation_space, action_space = self._bound_at[i]
+        self.perturbations[i].set_params(entry.with_drawn(values), self.env, observation_space, action_space)
+        self._fresh[i] = dict(zip(self._columns[i], values.values(), strict=True))
+
+    def _parameter_rng(self, i: int, n: int) -> np.random.Generator:
+        """The episode's generator of parameter ``n`` of entry ``i``."""
+        rng = self._clock.generator(self.labels[i], seeding.PARAMETER, self._parameter_keys[i][n])
+        self._parameter_rngs[i][n] = rng
+        return rng
+
+    def _redraw_stepwise(self, records: dict[str, Record]) -> None:
+        """Draws the parameters that are drawn every step for the new time (those switched on now have theirs)."""
+        on = self._on
+        for i in self._stepwise:
+            if on[i] and i not in self._fresh:
+                held = i in self._held
+                if held:
+                    self.perturbations[i].deactivate(self.env)
+                self._redraw(i)
+                if held:
+                    record = self.perturbations[i].activate(self.env, self._rng(i))
+                    if record:
+                        records[self.labels[i]] = {"active": True, **record}
+
+    def _report_drawn(self, records: dict[str, Record]) -> None:
+        """Adds the values drawn during this call to the records of their perturbations."""
+        for i, values in self._fresh.items():
+            record = records.get(self.labels[i])  # each call builds its own records: update them in place
+            if record is None:
+                records[self.labels[i]] = {"active": self._on[i], **values}
+            else:
+                record.update(values)
+        self._fresh = {}
+
     # -- the loop ---------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Resets the env, draws this episode's schedules and applies what is active at time 0."""
@@ -497,6 +646,10 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
             self._watch()
         self._previous_action = None
         self._pending = {}
+        self._parameter_rngs = {i: [None] * len(self._columns[i]) for i in self._drawn}
+        for i in self._drawn:
+            if on[i] or self.entries[i].resample == "episode":
+                self._redraw(i)
         for p in self.perturbations:
             p.start_episode()
 
@@ -515,6 +668,8 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         if changed and self._watching and self._env_check is not None and not self._env_check(obs):
             self._refuse(changed, "observation", obs, 0)
         obs = self._perturb_observation(obs, records)
+        if self._fresh:
+            self._report_drawn(records)
         if records:
             _report(info, records)
         return obs, info
@@ -538,6 +693,8 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
             if self._any:
                 obs, reward, terminated, truncated, info = result
                 obs = self._perturb_observation(obs, records)
+                if self._fresh:
+                    self._report_drawn(records)
                 if records:
                     _report(info, records)
                 return obs, reward, terminated, truncated, info
@@ -574,13 +731,21 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
                     self._refuse([i], "reward", perturbed, self._clock.t)
                 reward = perturbed
                 records[self.labels[i]] = {"active": True, **record}
-        t = self._clock.tick()
-        if t >= self._next_change:
-            records.update(self._decide(t))
+        self._advance(records)
         obs = self._perturb_observation(obs, records)
+        if self._fresh:
+            self._report_drawn(records)
         if records:
             _report(info, records)
         return obs, reward, terminated, truncated, info
+
+    def _advance(self, records: dict[str, Record]) -> None:
+        """Moves time on by a step: switches what the schedules say, and draws what is drawn every step."""
+        t = self._clock.tick()
+        if t >= self._next_change:
+            records.update(self._decide(t))
+        if self._stepwise:
+            self._redraw_stepwise(records)
 
     def _perturb_observation(self, obs: Any, records: dict[str, Record]) -> Any:
         """Applies the observation perturbations active at the current time, adding their records."""
@@ -608,6 +773,8 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         records: dict[str, Record] = {}
         for i, plan in self._varying:
             now = plan.active(t)
+            if now and not on[i] and self.entries[i].drawn and self.entries[i].resample != "episode":
+                self._redraw(i)
             if now != on[i] and i in self._switched:
                 if now:
                     record = self.perturbations[i].activate(self.env, self._rng(i))

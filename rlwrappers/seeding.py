@@ -16,12 +16,14 @@ from typing import Final
 
 import numpy as np
 
-__all__ = ["EFFECT", "SCHEDULE", "EpisodeClock", "fresh_entropy", "generator", "label_key"]
+__all__ = ["EFFECT", "PARAMETER", "SCHEDULE", "EpisodeClock", "fresh_entropy", "generator", "label_key"]
 
 #: Stream for a perturbation's schedule decisions.
 SCHEDULE: Final = 0
 #: Stream for a perturbation's effect (its noise, its random actions).
 EFFECT: Final = 1
+#: Streams for the parameters a perturbation draws from distributions, one per parameter.
+PARAMETER: Final = 2
 
 
 def fresh_entropy() -> int:
@@ -34,9 +36,9 @@ def label_key(label: str) -> int:
     return zlib.crc32(label.encode("utf-8"))
 
 
-def generator(entropy: int, episode_since_seed: int, label: str, stream: int) -> np.random.Generator:
-    """The generator of one stream of one perturbation for one episode."""
-    sequence = np.random.SeedSequence(entropy, spawn_key=(label_key(label), episode_since_seed, stream))
+def generator(entropy: int, episode_since_seed: int, label: str, stream: int, *key: int) -> np.random.Generator:
+    """The generator of one stream of one perturbation for one episode; ``key`` tells sub-streams apart."""
+    sequence = np.random.SeedSequence(entropy, spawn_key=(label_key(label), episode_since_seed, stream, *key))
     return np.random.Generator(np.random.PCG64(sequence))
 
 
@@ -89,7 +91,7 @@ class EpisodeClock:
         self.t += 1
         return self.t
 
-    def generator(self, label: str, stream: int) -> np.random.Generator:
+    def generator(self, label: str, stream: int, *key: int) -> np.random.Generator:
         """The generator of one stream of the perturbation ``label`` for the current episode."""
         assert self.entropy is not None, "reset() sets the entropy"
-        return generator(self.entropy, self.since_seed, label, stream)
+        return generator(self.entropy, self.since_seed, label, stream, *key)

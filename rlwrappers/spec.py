@@ -2,7 +2,8 @@
 
 A spec string names a perturbation (``"obs_noise(std=0.1)"``) or a schedule
 (``"starting(episode=10) & prob(p=0.5)"``). Values are Python literals (numbers, strings, booleans,
-``None``, lists, tuples, dicts); schedules nest as calls and combine with ``&``, ``|`` and ``~``. Nothing is
+``None``, lists, tuples, dicts); schedules nest as calls and combine with ``&``, ``|`` and ``~``, and calls
+may stand as values, also inside lists and dicts (a distribution: ``values={'gravity': uniform(8, 12)}``). Nothing is
 evaluated: the text is parsed, never executed.
 
 Hostile text is refused with a :class:`~rlwrappers.error.SpecSyntaxError` that quotes at most
@@ -141,6 +142,8 @@ def _convert(node: ast.AST, source: str, what: str) -> Any:
         return Call(_OPERATORS[type(node.op)], (left, right))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
         return Call("~", (_as_call(_convert(node.operand, source, what)),))
+    if isinstance(node, (ast.List, ast.Tuple, ast.Dict)) and _holds_call(node):
+        return _container(node, source, what)
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -154,6 +157,27 @@ def _convert(node: ast.AST, source: str, what: str) -> Any:
 
 
 _NOT_NUMBERS: Final = frozenset({"nan", "inf", "infinity"})
+
+
+def _container(node: ast.List | ast.Tuple | ast.Dict, source: str, what: str) -> Any:
+    """A list, tuple or dict that holds calls (distributions), its items converted one by one."""
+    if not isinstance(node, ast.Dict):
+        items = [_value(item, source, what) for item in node.elts]
+        return items if isinstance(node, ast.List) else tuple(items)
+    out = {}
+    for key, item in zip(node.keys, node.values, strict=True):
+        if key is None:
+            raise SpecSyntaxError(_pointed(what, source, item.col_offset - 2, "`**` is not allowed"))
+        name = _convert(key, source, what)
+        if isinstance(name, (Call, list, dict)):
+            raise SpecSyntaxError(_pointed(what, source, key.col_offset, "a key must be a literal"))
+        out[name] = _value(item, source, what)
+    return out
+
+
+def _holds_call(node: ast.AST) -> bool:
+    """Whether a container holds a call (a distribution such as ``uniform(8, 12)``) at any depth."""
+    return any(isinstance(child, ast.Call) for child in ast.walk(node))
 
 
 def _as_call(value: Any) -> Any:

@@ -68,7 +68,7 @@ def test_parse_never_evaluates(tmp_path: Path):
     for text in (f"obs_noise(std=open({str(target)!r}, 'w'))", f"open({str(target)!r}, 'w')"):
         parsed = spec.parse(text)  # parsed as a call tree, never run
         assert isinstance(parsed, Call)
-    with pytest.raises(InvalidType, match="`std` must be a number"):
+    with pytest.raises(UnknownName, match="`open` is not a distribution"):
         Entry.parse(f"obs_noise(std=open({str(target)!r}, 'w'))")
     with pytest.raises(UnknownName, match="unknown perturbation `open`"):
         Entry.parse(f"open(file={str(target)!r}, mode='w')")

@@ -90,8 +90,8 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
         perturbations: list[dict[str, Any]] = []
         for depth, layer in enumerate(self._layers):
             for label, entry, p in zip(layer.labels, layer.entries, layer.perturbations, strict=True):
-                self._step_fields += [(label, f) for f in p.step_fields]
-                self._reset_fields += [(label, f) for f in p.reset_fields]
+                self._step_fields += [(label, f) for f in entry.step_fields]
+                self._reset_fields += [(label, f) for f in entry.reset_fields]
                 perturbations.append(
                     {
                         "label": label,
@@ -101,8 +101,8 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
                         "params": p.params(),
                         "when": str(entry.when),
                         "spec": str(entry),
-                        "step_fields": dict(p.step_fields),
-                        "reset_fields": dict(p.reset_fields),
+                        "step_fields": entry.step_fields,
+                        "reset_fields": entry.reset_fields,
                     }
                 )
         self._labels = [p["label"] for p in perturbations]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +91,22 @@ class ActionNoisePerturbation(Perturbation):
         self._low, self._high = _bounds(space)
         if self.p > 0.0 and not (np.all(np.isfinite(self._low)) and np.all(np.isfinite(self._high))):
             raise IncompatibleSpace(f"`p` needs bounded actions to draw from, received {space}")
+        self._std = np.asarray(self.std, dtype=np.float64)
+
+    @override
+    def set_params(
+        self,
+        params: Mapping[str, Any],
+        env: gym.Env[Any, Any],
+        observation_space: gym.Space[Any],
+        action_space: gym.Space[Any],
+    ) -> None:
+        if params["per_element"] != self.per_element:
+            super().set_params(params, env, observation_space, action_space)
+            return
+        std = params["std"]  # the noise follows from std and p alone
+        self.std = std if isinstance(std, float) else _check.scale("std", std)
+        self.p = float(params["p"])
         self._std = np.asarray(self.std, dtype=np.float64)
 
     @override

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,8 +77,24 @@ class ObservationNoisePerturbation(Perturbation):
         self._high: Any
         self._low, self._high = noise.tight_bounds(box.low, box.high) if self.clip else (None, None)
         self._std = np.asarray(self.std, dtype=np.float64)
-        integer = box.dtype.kind in "iub" and isinstance(self.std, float) and noise.TableNoise.covers(self.std)
-        self._table = noise.TableNoise(self.std, self.dist) if integer else None  # type: ignore[arg-type]
+        self._integer = box.dtype.kind in "iub"
+        table = self._integer and isinstance(self.std, float) and noise.TableNoise.covers(self.std)
+        self._table = noise.TableNoise(self.std, self.dist) if table else None  # type: ignore[arg-type]
+
+    @override
+    def set_params(
+        self,
+        params: Mapping[str, Any],
+        env: gym.Env[Any, Any],
+        observation_space: gym.Space[Any],
+        action_space: gym.Space[Any],
+    ) -> None:
+        if self._integer or params["dist"] != self.dist or params["clip"] != self.clip:
+            super().set_params(params, env, observation_space, action_space)
+            return
+        std = params["std"]  # on floats the noise follows from std alone
+        self.std = std if isinstance(std, float) else _check.scale("std", std)
+        self._std = np.asarray(self.std, dtype=np.float64)
 
     @override
     def observation_space(self, space: gym.Space[Any]) -> gym.Space[Any]:
