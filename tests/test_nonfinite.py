@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import math
 import re
 import warnings
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from gymnasium.utils.env_checker import data_equivalence
 import rlwrappers as rw
 from rlwrappers import core
 from rlwrappers.error import Error, InvalidArgument, PerturbationError
+from rlwrappers.functional.noise import add_noise
 from rlwrappers.testing import SpaceEnv
 from rlwrappers.wrappers import ObservationNoisePerturbation, RewardNoisePerturbation
 
@@ -367,3 +369,13 @@ def test_obs_noise_accepts_its_own_limit_on_any_float_box() -> None:
         rule = re.escape(f"`std` must be at most {limit:.3g} on {np.dtype(dtype)} observations")
         with pytest.raises(InvalidArgument, match=rule):
             ObservationNoisePerturbation(std=limit * 1.01, clip=False).bind(SpaceEnv(space, ACTIONS), space, ACTIONS)
+
+
+@pytest.mark.parametrize("std", [5e4, 1e20, 1e300])
+def test_noise_too_large_for_integer_observations_saturates_them(std: float) -> None:
+    grey = np.full(20_000, 128, dtype=np.uint8)
+    noisy = add_noise(grey, std, "gaussian", np.random.default_rng(0), 0, 255)
+    # P(|N(0, std)| < 128) is about 128 * sqrt(2 / pi) / std: nearly every value goes to an end, half to each.
+    ends = np.isin(noisy, [0, 255]).mean()
+    assert ends > 1 - 2 * 128 * math.sqrt(2 / math.pi) / std - 0.005
+    assert abs((noisy == 0).mean() - (noisy == 255).mean()) < 0.03

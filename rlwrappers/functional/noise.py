@@ -134,8 +134,10 @@ def _add_integer_noise(
     std_array = np.asarray(std, dtype=np.float64)
     if std_array.ndim == 0 and TableNoise.covers(float(std_array)):
         return TableNoise(float(std_array), dist).add(x, rng, low, high)
-    step = np.rint(noise(x.shape, std_array, dist, rng)).astype(np.int64)
-    return _saturate(np.add(x, step, dtype=_wide(x.dtype)), x, low, high)
+    wide = _wide(x.dtype)
+    reach = np.iinfo(wide).max // 2  # any step this large takes every value of x's dtype out of its range
+    step = np.clip(np.rint(noise(x.shape, std_array, dist, rng)), -reach, reach).astype(wide)
+    return _saturate(np.add(x, step, dtype=wide), x, low, high)
 
 
 def _wide(dtype: np.dtype[Any]) -> type[np.signedinteger[Any]]:
