@@ -379,19 +379,35 @@ class Entry:
         schedule = schedules.from_call(own_when) if isinstance(own_when, Call) else None
         if schedule is None:
             schedule = schedules.parse(own_when if own_when is not None else when)
+        return cls.build(call.name, params, schedule, label, allow, resample)
+
+    @classmethod
+    def build(
+        cls,
+        name: str,
+        params: Mapping[str, Any],
+        when: Schedule = schedules.ALWAYS,
+        label: str | None = None,
+        allow_nonfinite: bool = False,
+        resample: str = "activation",
+    ) -> Entry:
+        """An entry of the perturbation ``name`` with ``params``, any of which may hold distributions."""
         constants, drawn = distributions.split(params)
         for parameter in drawn:  # every value a distribution can draw must be one the perturbation takes
             for value in parameter.distribution.extremes():
                 try:
-                    _build(call.name, distributions.substitute(constants, {parameter.path: value}))
+                    _build(name, distributions.substitute(constants, {parameter.path: value}))
                 except (InvalidArgument, InvalidType) as error:
-                    raise type(error)(_refused_draw(call.name, parameter, value, error)) from None
-        return cls(_build(call.name, constants), schedule, label, allow, drawn, resample)
+                    raise type(error)(_refused_draw(name, parameter, value, error)) from None
+        return cls(_build(name, constants), when, label, allow_nonfinite, drawn, resample)
+
+    def params(self) -> dict[str, Any]:
+        """The perturbation's parameters, JSON-ready, each distribution in place as its dict."""
+        return self.with_drawn({p.path: p.distribution.to_dict() for p in self.drawn})
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as a JSON-ready dict that :meth:`parse` reads back."""
-        drawn = {p.path: p.distribution.to_dict() for p in self.drawn}
-        out: dict[str, Any] = {"name": self.perturbation.name, **self.with_drawn(drawn)}
+        out: dict[str, Any] = {"name": self.perturbation.name, **self.params()}
         out["when"] = str(self.when)
         if self.label is not None:
             out["label"] = self.label
@@ -926,8 +942,9 @@ class Perturb(PerturbationLayer, RecordConstructorArgs):
 class SingleLayer(PerturbationLayer, RecordConstructorArgs):
     """Base of the named wrappers, which hold exactly one perturbation.
 
-    A subclass's ``__init__`` takes the perturbation's parameters plus ``when`` and ``label``, builds the
-    perturbation (which validates them) and passes it to :meth:`_setup`, which records the arguments so that
+    A subclass's ``__init__`` takes the perturbation's parameters plus ``when`` and ``label``, and passes its
+    perturbation class and parameters to :meth:`_setup`. That builds the perturbation (which validates them;
+    numeric parameters may be distributions, drawn anew at each activation) and records the arguments so that
     ``env.spec`` rebuilds the wrapper. Wrappers of perturbations that need an agent also take ``agent``, which
     :meth:`_setup` attaches (it is not recorded: ``env.spec`` rebuilds the wrapper without it). Wrappers of
     perturbations whose output the layer checks for non-finite values (observations, rewards, states and
@@ -937,18 +954,19 @@ class SingleLayer(PerturbationLayer, RecordConstructorArgs):
     def _setup(
         self,
         env: gym.Env[Any, Any],
-        perturbation: Perturbation,
+        kind: type[Perturbation],
+        params: Mapping[str, Any],
         when: str | Schedule | Mapping[str, Any] | None,
         label: str | None,
         agent: Any = None,
         allow_nonfinite: bool | None = None,
     ) -> None:
         allow = False if allow_nonfinite is None else allow_nonfinite
-        entry = Entry(perturbation, schedules.parse(when), label, allow)
+        entry = Entry.build(kind.name, params, schedules.parse(when), label, allow)
         options: dict[str, Any] = {"when": str(entry.when), "label": label}
         if allow_nonfinite is not None:
             options["allow_nonfinite"] = allow_nonfinite
-        RecordConstructorArgs.__init__(self, **perturbation.params(), **options)
+        RecordConstructorArgs.__init__(self, **entry.params(), **options)
         PerturbationLayer.__init__(self, env, [entry])
         if agent is not None:
             self.perturbations[0].attach(agent)

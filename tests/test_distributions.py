@@ -218,3 +218,13 @@ def test_an_evaluation_draws_the_same_on_local_workers_spawned_workers_and_ray(t
         ("ray", Execution(backend="ray", workers=2, progress=False)),
     ]:
         pd.testing.assert_frame_equal(logged(name, execution), local)
+
+
+def test_named_wrappers_take_distributions_and_their_spec_rebuilds_them() -> None:
+    env = rw.DynamicsShift(gym.make("CartPole-v1"), values={"gravity": distributions.uniform(8, 12)})
+    first = env.reset(seed=5)[1]["rlwrappers"]["dynamics_shift"]["values.gravity"]
+    assert env.spec is not None
+    rebuilt = gym.make(env.spec)
+    assert rebuilt.reset(seed=5)[1]["rlwrappers"]["dynamics_shift"]["values.gravity"] == first
+    with pytest.raises(InvalidArgument, match=r"`std` = uniform\(-1.0, 1.0\) can draw -1.0"):
+        rw.ObservationNoise(gym.make("CartPole-v1"), std=distributions.uniform(-1, 1))

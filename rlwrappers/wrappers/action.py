@@ -150,7 +150,7 @@ class ActionNoise(SingleLayer):
         label: str | None = None,
     ):
         """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, ActionNoisePerturbation(std=std, p=p, per_element=per_element), when, label)
+        self._setup(env, ActionNoisePerturbation, dict(std=std, p=p, per_element=per_element), when, label)
 
 
 @dataclass(kw_only=True)
@@ -233,4 +233,4 @@ class StickyAction(SingleLayer):
         label: str | None = None,
     ):
         """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, StickyActionPerturbation(p=p, duration=duration), when, label)
+        self._setup(env, StickyActionPerturbation, dict(p=p, duration=duration), when, label)

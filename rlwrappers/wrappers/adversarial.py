@@ -479,7 +479,7 @@ class FGSM(SingleLayer):
         ``allow_nonfinite`` lets non-finite observations through instead of raising
         :class:`~rlwrappers.error.PerturbationError`.
         """
-        self._setup(env, FGSMPerturbation(eps=eps, quantize=quantize), when, label, agent, allow_nonfinite)
+        self._setup(env, FGSMPerturbation, dict(eps=eps, quantize=quantize), when, label, agent, allow_nonfinite)
 
 
 @register_wrapper("pgd")
@@ -517,8 +517,8 @@ class PGD(SingleLayer):
         ``allow_nonfinite`` lets non-finite observations through instead of raising
         :class:`~rlwrappers.error.PerturbationError`.
         """
-        perturbation = PGDPerturbation(eps=eps, alpha=alpha, steps=steps, random_start=random_start, quantize=quantize)
-        self._setup(env, perturbation, when, label, agent, allow_nonfinite)
+        params = dict(eps=eps, alpha=alpha, steps=steps, random_start=random_start, quantize=quantize)
+        self._setup(env, PGDPerturbation, params, when, label, agent, allow_nonfinite)
 
 
 @register_wrapper("cw")
@@ -554,5 +554,5 @@ class CarliniWagner(SingleLayer):
         ``allow_nonfinite`` lets non-finite observations through instead of raising
         :class:`~rlwrappers.error.PerturbationError`.
         """
-        perturbation = CarliniWagnerPerturbation(c=c, kappa=kappa, steps=steps, lr=lr, quantize=quantize)
-        self._setup(env, perturbation, when, label, agent, allow_nonfinite)
+        params = dict(c=c, kappa=kappa, steps=steps, lr=lr, quantize=quantize)
+        self._setup(env, CarliniWagnerPerturbation, params, when, label, agent, allow_nonfinite)

@@ -301,7 +301,7 @@ class BrightnessContrast(SingleLayer):
         label: str | None = None,
     ):
         """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, BrightnessContrastPerturbation(alpha=alpha, beta=beta, layout=layout), when, label)
+        self._setup(env, BrightnessContrastPerturbation, dict(alpha=alpha, beta=beta, layout=layout), when, label)
 
 
 @register_wrapper("median_blur")
@@ -331,7 +331,7 @@ class MedianBlur(SingleLayer):
         label: str | None = None,
     ):
         """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, MedianBlurPerturbation(k=k, layout=layout), when, label)
+        self._setup(env, MedianBlurPerturbation, dict(k=k, layout=layout), when, label)
 
 
 @register_wrapper("rotate")
@@ -361,7 +361,7 @@ class Rotate(SingleLayer):
         label: str | None = None,
     ):
         """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, RotatePerturbation(degrees=degrees, layout=layout), when, label)
+        self._setup(env, RotatePerturbation, dict(degrees=degrees, layout=layout), when, label)
 
 
 @register_wrapper("translate")
@@ -393,7 +393,7 @@ class Translate(SingleLayer):
         label: str | None = None,
     ):
         """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, TranslatePerturbation(ti=ti, tj=tj, layout=layout), when, label)
+        self._setup(env, TranslatePerturbation, dict(ti=ti, tj=tj, layout=layout), when, label)
 
 
 @register_wrapper("perspective")
@@ -426,8 +426,8 @@ class Perspective(SingleLayer):
         label: str | None = None,
     ):
         """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        perturbation = PerspectivePerturbation(norm=norm, directions=directions, seed=seed, layout=layout)
-        self._setup(env, perturbation, when, label)
+        params = dict(norm=norm, directions=directions, seed=seed, layout=layout)
+        self._setup(env, PerspectivePerturbation, params, when, label)
 
 
 @register_wrapper("jpeg")
@@ -458,4 +458,4 @@ class JPEG(SingleLayer):
         label: str | None = None,
     ):
         """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, JPEGPerturbation(quality=quality, layout=layout), when, label)
+        self._setup(env, JPEGPerturbation, dict(quality=quality, layout=layout), when, label)

@@ -146,5 +146,5 @@ class ObservationNoise(SingleLayer):
         ``allow_nonfinite`` lets non-finite observations through instead of raising
         :class:`~rlwrappers.error.PerturbationError`.
         """
-        perturbation = ObservationNoisePerturbation(std=std, dist=dist, clip=clip)
-        self._setup(env, perturbation, when, label, allow_nonfinite=allow_nonfinite)
+        params = dict(std=std, dist=dist, clip=clip)
+        self._setup(env, ObservationNoisePerturbation, params, when, label, allow_nonfinite=allow_nonfinite)

@@ -185,4 +185,4 @@ class ParameterNoise(SingleLayer):
         label: str | None = None,
     ):
         """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets perturbed."""
-        self._setup(env, ParameterNoisePerturbation(std=std), when, label, agent)
+        self._setup(env, ParameterNoisePerturbation, dict(std=std), when, label, agent)

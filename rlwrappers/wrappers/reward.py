@@ -77,5 +77,5 @@ class RewardNoise(SingleLayer):
         ``allow_nonfinite`` lets non-finite rewards through instead of raising
         :class:`~rlwrappers.error.PerturbationError`.
         """
-        perturbation = RewardNoisePerturbation(std=std, dist=dist)
-        self._setup(env, perturbation, when, label, allow_nonfinite=allow_nonfinite)
+        params = dict(std=std, dist=dist)
+        self._setup(env, RewardNoisePerturbation, params, when, label, allow_nonfinite=allow_nonfinite)

@@ -138,8 +138,8 @@ class InitialStateNoise(SingleLayer):
         ``allow_nonfinite`` lets non-finite observations through instead of raising
         :class:`~rlwrappers.error.PerturbationError`.
         """
-        perturbation = InitialStateNoisePerturbation(std=std, dist=dist)
-        self._setup(env, perturbation, when, label, allow_nonfinite=allow_nonfinite)
+        params = dict(std=std, dist=dist)
+        self._setup(env, InitialStateNoisePerturbation, params, when, label, allow_nonfinite=allow_nonfinite)
 
 
 def _parameter_map(name: str, value: Any) -> dict[str, float | list[Any]]:
@@ -296,11 +296,11 @@ class DynamicsShift(SingleLayer):
         active, instead of raising :class:`~rlwrappers.error.PerturbationError`.
         """
         values, scales = ({} if values is None else values), ({} if scales is None else scales)
-        perturbation = DynamicsShiftPerturbation(
+        params = dict(
             values=dict(values) if isinstance(values, Mapping) else values,  # anything else is rejected by name
             scales=dict(scales) if isinstance(scales, Mapping) else scales,
         )
-        self._setup(env, perturbation, when, label, allow_nonfinite=allow_nonfinite)
+        self._setup(env, DynamicsShiftPerturbation, params, when, label, allow_nonfinite=allow_nonfinite)
 
 
 # -- interventions ----------------------------------------------------------------------------------------
@@ -509,8 +509,8 @@ class Intervene(SingleLayer):
                 registered.append(item.name if known == item else item.to_dict())
             else:
                 registered.append(item)
-        perturbation = InterventionPerturbation(interventions=registered)
-        self._setup(env, perturbation, when, label, allow_nonfinite=allow_nonfinite)
+        params = dict(interventions=registered)
+        self._setup(env, InterventionPerturbation, params, when, label, allow_nonfinite=allow_nonfinite)
         self._intervention: InterventionPerturbation = self.perturbations[0]  # type: ignore[assignment]
 
     @override
