@@ -607,7 +607,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         values: dict[distributions.Path, Any] = {}
         for n, parameter in enumerate(entry.drawn):  # each parameter from its own stream, apart from the effect's
             rng = rngs[n] or self._parameter_rng(i, n)
-            values[parameter.path] = parameter.distribution.draw(rng)
+            values[parameter.path] = parameter.distribution.draw(rng, self._clock.total_step + self._clock.t)
         observation_space, action_space = self._bound_at[i]
         self.perturbations[i].set_params(entry.with_drawn(values), self.env, observation_space, action_space)
         self._fresh[i] = dict(zip(self._columns[i], values.values(), strict=True))

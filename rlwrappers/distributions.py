@@ -6,7 +6,9 @@ strings, also inside dicts and lists (``dynamics_shift(values={'gravity': unifor
 - ``uniform(low, high)``: uniform on [low, high];
 - ``loguniform(low, high)``: its logarithm uniform, for 0 < low < high;
 - ``normal(mean, std, low=None, high=None)``: Gaussian, truncated to [low, high] where given;
-- ``choice(values, p=None)``: one of ``values``, with probabilities ``p`` (equal by default).
+- ``choice(values, p=None)``: one of ``values``, with probabilities ``p`` (equal by default);
+- ``widen(start, stop, over)``: a curriculum, uniform on a range that widens from ``start`` to ``stop`` over
+  ``over`` steps of the wrapper's life.
 
 A distribution for an array parameter draws one value for the whole array; a list of distributions draws per
 element. The perturbation's layer draws from a generator of its own per (label, parameter), apart from the
@@ -38,6 +40,7 @@ __all__ = [
     "Normal",
     "Parameter",
     "Uniform",
+    "Widen",
     "choice",
     "from_value",
     "loguniform",
@@ -45,6 +48,7 @@ __all__ = [
     "split",
     "substitute",
     "uniform",
+    "widen",
 ]
 
 #: When a drawn parameter is drawn again: each time its perturbation switches on, at each reset, or each step.
@@ -60,8 +64,12 @@ class Distribution:
 
     name: ClassVar[str]
 
-    def draw(self, rng: np.random.Generator) -> float:
-        """One value, drawn from ``rng``."""
+    def draw(self, rng: np.random.Generator, steps: int = 0) -> float:
+        """One value, drawn from ``rng``.
+
+        ``steps`` is how many steps the drawing wrapper has lived, for distributions that change with it
+        (:class:`Widen`).
+        """
         raise NotImplementedError
 
     def extremes(self) -> tuple[float, ...]:
@@ -111,7 +119,7 @@ class Uniform(Distribution):
         object.__setattr__(self, "high", high)
 
     @override
-    def draw(self, rng: np.random.Generator) -> float:
+    def draw(self, rng: np.random.Generator, steps: int = 0) -> float:
         return self.low + (self.high - self.low) * rng.random()  # rng.uniform's value, a third of its cost
 
     @override
@@ -131,7 +139,7 @@ class LogUniform(Uniform):
             raise InvalidArgument(f"`loguniform` needs 0 < low, received low={self.low!r}")
 
     @override
-    def draw(self, rng: np.random.Generator) -> float:
+    def draw(self, rng: np.random.Generator, steps: int = 0) -> float:
         return float(math.exp(rng.uniform(math.log(self.low), math.log(self.high))))
 
 
@@ -171,7 +179,7 @@ class Normal(Distribution):
         )
 
     @override
-    def draw(self, rng: np.random.Generator) -> float:
+    def draw(self, rng: np.random.Generator, steps: int = 0) -> float:
         if self.low is None and self.high is None:
             return float(rng.normal(self.mean, self.std))
         below, above = self._mass()
@@ -216,7 +224,7 @@ class Choice(Distribution):
         return {"values": list(self.values), "p": None if self.p is None else list(self.p)}
 
     @override
-    def draw(self, rng: np.random.Generator) -> float:
+    def draw(self, rng: np.random.Generator, steps: int = 0) -> float:
         n = len(self.values)
         return self.values[int(rng.integers(n)) if self.p is None else int(rng.choice(n, p=self.p))]
 
@@ -225,13 +233,69 @@ class Choice(Distribution):
         return self.values
 
 
+@dataclasses.dataclass(frozen=True)
+class Widen(Distribution):
+    """A curriculum: uniform on a range that widens linearly from ``start`` to ``stop`` over ``over`` steps.
+
+    ``start`` and ``stop`` are (low, high) ranges, ``start`` inside ``stop``; ``start`` may be one point. After
+    ``s`` steps of the drawing wrapper's life (its ``total_step``, as ``unit='total_step'`` schedules count) the
+    range is ``start + min(s / over, 1) * (stop - start)`` at each end. In a vector env each sub-env counts its
+    own steps.
+    """
+
+    name = "widen"
+    start: tuple[float, float]
+    stop: tuple[float, float]
+    over: int
+
+    def __post_init__(self) -> None:
+        start, stop = _range("start", self.start), _range("stop", self.stop)
+        if not (stop[0] <= start[0] and start[1] <= stop[1] and stop[0] < stop[1]):
+            raise InvalidArgument(
+                f"`widen` needs `start` inside a wider `stop`, received start={list(start)}, stop={list(stop)}"
+            )
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "stop", stop)
+        object.__setattr__(self, "over", _check.integer("widen: over", self.over, minimum=1))
+
+    @override
+    def params(self) -> dict[str, Any]:
+        return {"start": list(self.start), "stop": list(self.stop), "over": self.over}
+
+    def bounds(self, steps: int) -> tuple[float, float]:
+        """The range after ``steps`` steps."""
+        f = min(steps / self.over, 1.0)
+        return (
+            self.start[0] + f * (self.stop[0] - self.start[0]),
+            self.start[1] + f * (self.stop[1] - self.start[1]),
+        )
+
+    @override
+    def draw(self, rng: np.random.Generator, steps: int = 0) -> float:
+        low, high = self.bounds(steps)
+        return low + (high - low) * rng.random()
+
+    @override
+    def extremes(self) -> tuple[float, ...]:
+        return self.stop
+
+
+def _range(name: str, value: Any) -> tuple[float, float]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 2:
+        raise InvalidType(f"`widen: {name}` must be a (low, high) pair, received {value!r}")
+    low, high = (_check.number(f"widen: {name}", v) for v in value)
+    if low > high:
+        raise InvalidArgument(f"`widen: {name}` needs low <= high, received {list(value)}")
+    return low, high
+
+
 def _number(value: Any) -> float:
     return _check.number("choice: values", value)
 
 
 #: The distributions by name, as spec strings write them.
 DISTRIBUTIONS: Final[Mapping[str, type[Distribution]]] = {
-    cls.name: cls for cls in (Uniform, LogUniform, Normal, Choice)
+    cls.name: cls for cls in (Uniform, LogUniform, Normal, Choice, Widen)
 }
 
 
@@ -253,6 +317,11 @@ def normal(mean: float, std: float, *, low: float | None = None, high: float | N
 def choice(values: Sequence[float], p: Sequence[float] | None = None) -> Choice:
     """One of ``values``, with probabilities ``p``."""
     return Choice(tuple(values), None if p is None else tuple(p))
+
+
+def widen(start: Sequence[float], stop: Sequence[float], over: int) -> Widen:
+    """A uniform range that widens from ``start`` to ``stop`` over ``over`` steps: a curriculum."""
+    return Widen(tuple(start), tuple(stop), over)  # type: ignore[arg-type]
 
 
 def from_value(value: Any) -> Distribution | None:
@@ -291,7 +360,7 @@ def _named(name: Any) -> type[Distribution]:
 
 
 def _make(cls: type[Distribution], kwargs: dict[str, Any]) -> Distribution:
-    for key in ("values", "p"):
+    for key in ("values", "p", "start", "stop"):
         if isinstance(kwargs.get(key), list):
             kwargs[key] = tuple(kwargs[key])
     try:

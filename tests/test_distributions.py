@@ -228,3 +228,24 @@ def test_named_wrappers_take_distributions_and_their_spec_rebuilds_them() -> Non
     assert rebuilt.reset(seed=5)[1]["rlwrappers"]["dynamics_shift"]["values.gravity"] == first
     with pytest.raises(InvalidArgument, match=r"`std` = uniform\(-1.0, 1.0\) can draw -1.0"):
         rw.ObservationNoise(gym.make("CartPole-v1"), std=distributions.uniform(-1, 1))
+
+
+def test_widen_draws_from_a_range_that_grows_with_the_wrappers_steps() -> None:
+    curriculum = distributions.widen((9.8, 9.8), (8.0, 12.0), over=1000)
+    assert curriculum.bounds(0) == (9.8, 9.8) and curriculum.bounds(5000) == (8.0, 12.0)
+    assert curriculum.bounds(250) == pytest.approx((9.8 - 0.25 * 1.8, 9.8 + 0.25 * 2.2))
+    env = rw.wrap(gym.make("CartPole-v1"), "dynamics_shift(values={'gravity': widen((9.8, 9.8), (8, 12), over=1000)})")
+    steps, late = 0, []
+    for episode in range(80):
+        gravity = env.reset(seed=episode)[1]["rlwrappers"]["dynamics_shift"]["values.gravity"]
+        low, high = curriculum.bounds(steps)
+        assert low <= gravity <= high
+        if steps >= 1000:
+            late.append(gravity)
+        done = False
+        while not done:
+            done = any(env.step(steps % 2)[2:4])
+            steps += 1
+    assert len(late) > 10 and min(late) < 9.3 and max(late) > 10.5  # the whole range, once 1,000 steps passed
+    with pytest.raises(InvalidArgument, match="`widen` needs `start` inside a wider `stop`"):
+        Entry.parse("dynamics_shift(values={'gravity': widen((7, 9.8), (8, 12), over=100)})")
