@@ -11,8 +11,10 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 import rlwrappers as rw
+from rlwrappers.error import InvalidArgument
 from rlwrappers.state import simulators
 
 BASE_LENGTH = 0.5  # CartPole's pole half-length
@@ -100,3 +102,41 @@ def test_a_later_value_replaces_an_earlier_scaled_one() -> None:
     assert outer.unwrapped.length == BASE_LENGTH * 2.0
     outer.close()
     assert_base(outer)
+
+
+def test_indexed_keys_change_only_the_elements_they_name_and_give_them_back() -> None:
+    pytest.importorskip("mujoco")
+    env = rw.wrap(
+        gym.make("Hopper-v5"),
+        "dynamics_shift(values={'geom_friction[0, 0]': 0.3, 'body_mass[1]': 1.5}, scales={'body_mass[2]': 2.0})",
+        "dynamics_shift(scales={'body_mass': 0.5}, label='lighter')",
+    )
+    base = parameters(gym.make("Hopper-v5"))
+    env.reset(seed=0)
+    model = env.unwrapped.model  # type: ignore[attr-defined]
+    masses = base["body_mass"].copy()
+    masses[1], masses[2] = 1.5, masses[2] * 2.0
+    np.testing.assert_array_equal(model.body_mass, masses * 0.5)  # the whole-array shift composes after
+    friction = base["geom_friction"].copy()
+    friction[0, 0] = 0.3
+    np.testing.assert_array_equal(model.geom_friction, friction)
+    env.close()
+    for name in ("body_mass", "geom_friction"):
+        np.testing.assert_array_equal(getattr(model, name), base[name])
+
+
+def test_a_column_key_sets_every_row_and_bad_keys_are_refused() -> None:
+    pytest.importorskip("mujoco")
+    env = rw.wrap(gym.make("HalfCheetah-v5"), "dynamics_shift(values={'geom_friction[:, 0]': 2.5})")
+    env.reset(seed=0)
+    friction = env.unwrapped.model.geom_friction  # type: ignore[attr-defined]
+    assert (friction[:, 0] == 2.5).all() and (
+        friction[:, 1:] == parameters(gym.make("HalfCheetah-v5"))["geom_friction"][:, 1:]
+    ).all()
+    for spec, message in [
+        ("dynamics_shift(values={'body_mass[9]': 1.0})", r"indexes outside `body_mass`, of shape \(5,\)"),
+        ("dynamics_shift(values={'body_mass[1:2]': 1.0})", "indexed by ints and `:`"),
+        ("dynamics_shift(values={'body_mass[1]': -1.0})", "`body_mass\\[1\\]` must stay >= 0"),
+    ]:
+        with pytest.raises(InvalidArgument, match=message):
+            rw.wrap(gym.make("Hopper-v5"), spec)

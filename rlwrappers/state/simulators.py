@@ -27,6 +27,7 @@ from rlwrappers.error import StateNotSettable
 
 __all__ = [
     "CLASSIC_PARAMETERS",
+    "NONNEGATIVE_PARAMETERS",
     "POSITIVE_PARAMETERS",
     "Change",
     "ParameterLedger",
@@ -71,6 +72,13 @@ POSITIVE_PARAMETERS: Final[Mapping[str, tuple[str, ...]]] = {
 }
 
 
+#: Parameters that must stay >= 0: a MuJoCo model's masses, inertias, frictions, damping and armature (its
+#: world body has zero mass, so 0 is allowed).
+NONNEGATIVE_PARAMETERS: Final[Mapping[str, tuple[str, ...]]] = {
+    "MujocoEnv": ("body_mass", "body_inertia", "geom_friction", "dof_damping", "dof_armature", "dof_frictionloss"),
+}
+
+
 def _cartpole_derived(env: Any) -> None:
     env.total_mass = env.masspole + env.masscart
     env.polemass_length = env.masspole * env.length
@@ -91,6 +99,10 @@ class Simulator(abc.ABC):
     def positive(self) -> tuple[str, ...]:
         """The parameters that must stay > 0 (:data:`POSITIVE_PARAMETERS`)."""
         return POSITIVE_PARAMETERS[self.kind]
+
+    def nonnegative(self) -> tuple[str, ...]:
+        """The parameters that must stay >= 0 (:data:`NONNEGATIVE_PARAMETERS`)."""
+        return NONNEGATIVE_PARAMETERS.get(self.kind, ())
 
     @abc.abstractmethod
     def state_size(self) -> int:
@@ -265,8 +277,9 @@ class ParameterLedger:
             for _, change in self._active:
                 if name in change:
                     given, factor = change[name]
-                    if given is not None:
-                        value = np.broadcast_to(np.asarray(given, dtype=np.float64), value.shape)
+                    if given is not None:  # nan elements keep the value so far (a change of some elements)
+                        given = np.broadcast_to(np.asarray(given, dtype=np.float64), value.shape)
+                        value = np.where(np.isnan(given), value, given)
                     value = value * np.asarray(factor, dtype=np.float64)
             sim.set_parameter(name, value)
 

@@ -7,9 +7,10 @@ document (:mod:`rlwrappers.state.documents`), in the path language of :mod:`rlwr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import gymnasium as gym
 import numpy as np
@@ -142,6 +143,25 @@ class InitialStateNoise(SingleLayer):
         self._setup(env, InitialStateNoisePerturbation, params, when, label, allow_nonfinite=allow_nonfinite)
 
 
+#: A parameter key: a name, or a name indexed by ints and ``:`` (``geom_friction[0, 0]``, ``geom_friction[:, 0]``).
+_KEY: Final = re.compile(r"([A-Za-z_][\w.]*)(?:\[\s*((?:\d+|:)(?:\s*,\s*(?:\d+|:))*)\s*\])?")
+
+Index = tuple[int | slice, ...]
+
+
+def _element(arg: str, key: str) -> tuple[str, Index | None]:
+    """A parameter key's name, and its index (None for the whole parameter)."""
+    found = _KEY.fullmatch(key)
+    if found is None:
+        raise InvalidArgument(
+            f"`{arg}` keys must be a parameter name, or one indexed by ints and `:` such as 'geom_friction[0, 0]',"
+            f" received {key!r}"
+        )
+    if found[2] is None:
+        return found[1], None
+    return found[1], tuple(slice(None) if part.strip() == ":" else int(part) for part in found[2].split(","))
+
+
 def _parameter_map(name: str, value: Any) -> dict[str, float | list[Any]]:
     if not isinstance(value, Mapping):
         raise InvalidType(f"`{name}` must be a dict of parameter names to values, received {value!r}")
@@ -163,7 +183,8 @@ class DynamicsShiftPerturbation(Perturbation):
     ``values`` sets parameters, ``scales`` multiplies them (after ``values``). Classic-control parameters are
     the env's constants (:data:`rlwrappers.state.simulators.CLASSIC_PARAMETERS`); MuJoCo parameters are the numeric
     arrays of the model (``body_mass``, ``geom_friction``, ``actuator_gear``, ``opt.gravity``, ...), set as a
-    whole by a number or element-wise by a nested list. The base values (the env's, when the first dynamics
+    whole by a number or element-wise by a nested list, or in part through an indexed key:
+    ``body_mass[1]`` (one body), ``geom_friction[0, 0]`` (one element), ``geom_friction[:, 0]`` (a column). The base values (the env's, when the first dynamics
     shift bound to it) come back, bit for bit, when the schedule switches off, at every reset and on close.
     Several shifts active at once on one parameter compose in the order they switched on: a later ``values``
     replaces the value so far, and every ``scales`` multiplies it
@@ -191,6 +212,7 @@ class DynamicsShiftPerturbation(Perturbation):
         for key, factor in self.scales.items():
             if np.any(np.asarray(factor) < 0):
                 raise InvalidArgument(f"`scales[{key!r}]` must be >= 0, received {factor!r}")
+        self._keys = {arg: {key: _element(arg, key) for key in getattr(self, arg)} for arg in ("values", "scales")}
 
     @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
@@ -199,22 +221,36 @@ class DynamicsShiftPerturbation(Perturbation):
         self._ledger = simulators.ledger(self._sim)
         current = self._ledger.base
         for arg in ("values", "scales"):
-            given = getattr(self, arg)
-            _check.keys(arg, given, list(current))
-            for key, value in given.items():
+            keys = self._keys[arg]
+            _check.keys(arg, {name for name, _ in keys.values()}, list(current))
+            for key, value in getattr(self, arg).items():
+                target = self._target(arg, key)
                 try:
-                    np.broadcast_to(np.asarray(value), current[key].shape)
+                    np.broadcast_to(np.asarray(value), target.shape)
                 except ValueError:
                     raise InvalidArgument(
-                        f"`{arg}[{key!r}]` has shape {np.shape(value)}, but the parameter has shape "
-                        f"{current[key].shape}"
+                        f"`{arg}[{key!r}]` has shape {np.shape(value)}, but the parameter has shape {target.shape}"
                     ) from None
-        positive = self._sim.positive()
+        positive, nonnegative = self._sim.positive(), self._sim.nonnegative()
         for key in [*self.values, *(k for k in self.scales if k not in self.values)]:
-            self._check_result(key, current[key], key in positive)
+            arg = "values" if key in self.values else "scales"
+            name = self._keys[arg][key][0]
+            self._check_result(key, self._target(arg, key), name in positive, name in nonnegative)
+        self._names = {name for keys in self._keys.values() for name, _ in keys.values()}
 
-    def _check_result(self, key: str, base: NDArray[np.float64], positive: bool) -> None:
-        """Raises unless this shift alone leaves parameter ``key`` finite, and > 0 if it must be positive."""
+    def _target(self, arg: str, key: str) -> NDArray[np.float64]:
+        """The base value that ``arg[key]`` changes: a whole parameter, or the elements its index picks."""
+        name, index = self._keys[arg][key]
+        base = self._ledger.base[name]
+        if index is None:
+            return base
+        try:
+            return np.asarray(base[index])
+        except IndexError:
+            raise InvalidArgument(f"`{arg}[{key!r}]` indexes outside `{name}`, of shape {base.shape}") from None
+
+    def _check_result(self, key: str, base: NDArray[np.float64], positive: bool, nonnegative: bool = False) -> None:
+        """Raises unless this shift alone leaves ``key`` finite, and > 0 or >= 0 where the parameter must be."""
         value, scale = self.values.get(key), self.scales.get(key)
         start = base if value is None else np.broadcast_to(np.asarray(value, dtype=np.float64), base.shape)
         factor = np.asarray(1.0 if scale is None else scale, dtype=np.float64)
@@ -228,6 +264,11 @@ class DynamicsShiftPerturbation(Perturbation):
                 f"`scales[{key!r}]` must leave `{key}` finite, but {float(start[where])!r} * "
                 f"{float(np.broadcast_to(factor, result.shape)[where])!r} is not; received {scale!r}"
             )
+        if nonnegative and not np.all(result >= 0):
+            raise InvalidArgument(
+                f"`{key}` must stay >= 0 (a mass, inertia, friction, damping or armature), but this shift makes it"
+                f" {float(np.min(result))!r}; received values {value!r}, scales {scale!r}"
+            )
         if positive and not np.all(result > 0):
             reason = f"`{key}` is a mass, a length, a moment of inertia or a time step"
             if value is not None and not np.all(start > 0):
@@ -240,13 +281,28 @@ class DynamicsShiftPerturbation(Perturbation):
         # under it made again. Any other (a wrapper dropped without closing) is forgotten, and the parameters
         # this shift changes start from their base.
         self._ledger.retain(_perturbations_under(self._env), self._sim)
-        self._ledger.refresh({*self.values, *self.scales}, self._sim)
+        self._ledger.refresh(self._names, self._sim)
 
     @override
     def activate(self, env: gym.Env[Any, Any], rng: np.random.Generator) -> Record:
-        change = {key: (self.values.get(key), self.scales.get(key, 1.0)) for key in {*self.values, *self.scales}}
-        self._ledger.activate(self, change, self._sim)
+        self._ledger.activate(self, self._change(), self._sim)
         return {}
+
+    def _change(self) -> dict[str, tuple[Any, Any]]:
+        """Per parameter name: the value it is set to (None: kept; nan elements: kept) and its factor."""
+        base = self._ledger.base
+        change: dict[str, list[Any]] = {name: [None, 1.0] for name in self._names}
+        for slot, arg, keep in ((0, "values", np.nan), (1, "scales", 1.0)):
+            for key, given in getattr(self, arg).items():
+                name, index = self._keys[arg][key]
+                if index is None and change[name][slot] in (None, 1.0):
+                    change[name][slot] = given
+                    continue
+                so_far = keep if change[name][slot] is None else change[name][slot]
+                whole = np.array(np.broadcast_to(np.asarray(so_far, dtype=np.float64), base[name].shape))
+                whole[index if index is not None else ...] = given
+                change[name][slot] = whole
+        return {name: (given, factor) for name, (given, factor) in change.items()}
 
     @override
     def deactivate(self, env: gym.Env[Any, Any]) -> None:
