@@ -79,6 +79,8 @@ __all__ = [
     "sweep",
     # the zoo (loaded on first use)
     "load_agent",
+    # uncertainty sets (loaded on first use)
+    "uncertainty_set",
 ]
 
 #: The names above that load their module on first use, and where they live.
@@ -91,6 +93,7 @@ _LAZY = {
     "observational": "rlwrappers.studies.shift_impact",
     "sweep": "rlwrappers.studies.sweep",
     "load_agent": "rlwrappers.zoo",
+    "uncertainty_set": "rlwrappers.uncertainty",
 }
 #: Subpackages reachable as attributes before they are imported (``rw.metrics.mad``).
 _SUBPACKAGES = (

@@ -36,7 +36,7 @@ from rlwrappers.studies.sweep import SWEEPS
 
 __all__ = ["main"]
 
-_PARTS = ("ids", "perturbations", "schedules", "agents", "teams")
+_PARTS = ("ids", "perturbations", "schedules", "agents", "teams", "sets")
 
 #: What ``rlwrappers demo`` runs.
 DEMO_AGENT = "ppo-CartPole-v1"
@@ -100,6 +100,8 @@ def _list(parts: Sequence[str]) -> None:
             clean = [entry["returns"]["clean"]["mean"] for entry in card["seeds"].values()]
             trained = card["trained_under"] or "clean env"
             print(f"  {name:<32} seeds {seeds:<6} trained on {trained}; clean return {sum(clean) / len(clean):.1f}")
+    if "sets" in parts:
+        _list_sets()
     if "teams" in parts:
         from rlwrappers.zoo import teams
 
@@ -110,6 +112,29 @@ def _list(parts: Sequence[str]) -> None:
                 f"  {name:<32} {card['env']}, seed {card['seed']}; team return {returns['trained']['mean']:.1f}"
                 f" (untrained {returns['untrained']['mean']:.1f})"
             )
+
+
+def _list_sets() -> None:
+    from rlwrappers.uncertainty import SETS
+
+    print("Uncertainty sets (rw.uncertainty_set(NAME, dims=N)), each parameter's range and nominal:")
+    for name, box in SETS.items():
+        try:
+            nominal: dict[str, float] | None = box.nominal()
+        except gym.error.DependencyNotInstalled:
+            nominal = None
+        ranges = []
+        for d in box.dims:
+            if nominal is None:
+                shown = "nominal: needs mujoco"
+            else:
+                inside = d.low <= nominal[d.name] <= d.high
+                shown = f"nominal {nominal[d.name]:.4g}" + ("" if inside else ", outside")
+            ranges.append(f"{d.name} [{d.low:g}, {d.high:g}] ({shown})")
+        print(f"  {name:<24} {box.env_id:<26} v{box.version}: " + "; ".join(ranges))
+        if nominal is not None:
+            for dim, (low, high) in box.dead_zones().items():
+                print(f"  {'':<24} dead zone: {dim} from {low:g} to {high:g} changes nothing")
 
 
 def _agents(values: Sequence[str]) -> Any:
@@ -743,6 +768,7 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
 
     listing = commands.add_parser("list", help="list perturbed env IDs, perturbations, schedules and zoo agents")
     listing.add_argument("parts", nargs="*", metavar="PART", help=f"what to list: {', '.join(_PARTS)} (default: all)")
+    listing.add_argument("--sets", action="store_true", help="list the uncertainty sets (the part `sets`)")
     return parser, listing
 
 
@@ -779,7 +805,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             unknown = [p for p in args.parts if p not in _PARTS]
             if unknown:
                 listing.error(f"unknown part {unknown[0]!r}; choose from {', '.join(_PARTS)}")
-            _list(args.parts or _PARTS)
+            parts = [*args.parts, *(["sets"] if args.sets else [])]
+            _list(parts or _PARTS)
             return 0
         return int(handlers[args.command](args))
     except Error as exc:  # the library's own errors are messages for the user, not crashes

@@ -184,8 +184,9 @@ class DynamicsShiftPerturbation(Perturbation):
     the env's constants (:data:`rlwrappers.state.simulators.CLASSIC_PARAMETERS`); MuJoCo parameters are the numeric
     arrays of the model (``body_mass``, ``geom_friction``, ``actuator_gear``, ``opt.gravity``, ...), set as a
     whole by a number or element-wise by a nested list, or in part through an indexed key:
-    ``body_mass[1]`` (one body), ``geom_friction[0, 0]`` (one element), ``geom_friction[:, 0]`` (a column). The base values (the env's, when the first dynamics
-    shift bound to it) come back, bit for bit, when the schedule switches off, at every reset and on close.
+    ``body_mass[1]`` (one body), ``geom_friction[0, 0]`` (one element), ``geom_friction[:, 0]`` (a column).
+    The base values (the env's, when the first dynamics shift bound to it) come back, bit for bit, when the
+    schedule switches off, at every reset and on close.
     Several shifts active at once on one parameter compose in the order they switched on: a later ``values``
     replaces the value so far, and every ``scales`` multiplies it
     (:class:`~rlwrappers.state.simulators.ParameterLedger`).
