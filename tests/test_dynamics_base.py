@@ -140,3 +140,16 @@ def test_a_column_key_sets_every_row_and_bad_keys_are_refused() -> None:
     ]:
         with pytest.raises(InvalidArgument, match=message):
             rw.wrap(gym.make("Hopper-v5"), spec)
+
+
+def test_an_env_that_declares_its_parameters_takes_dynamics_shifts_but_no_state_perturbation() -> None:
+    from rlwrappers.error import StateNotSettable
+    from rlwrappers.testing.bowl import BOWL_ID
+
+    env = rw.wrap(gym.make(BOWL_ID), "dynamics_shift(values={'x': 0.3}, scales={'y': 1.4})")
+    env.reset(seed=0)
+    assert env.step(0)[1] == pytest.approx(0.0)  # (0.3, 0.7) is the bowl's bottom
+    env.close()
+    assert (env.unwrapped.x, env.unwrapped.y) == (0.5, 0.5)  # type: ignore[attr-defined]
+    with pytest.raises(StateNotSettable, match="declares its parameters only"):
+        rw.wrap(gym.make(BOWL_ID), "init_noise(std=0.1)")

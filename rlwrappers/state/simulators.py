@@ -308,7 +308,41 @@ def simulator(env: gym.Env[Any, Any], *, purpose: str) -> Simulator:
         return _Classic(base)
     if _is_mujoco(base):
         return _Mujoco(base)
+    if getattr(base, "dynamics_parameters", None) is not None:
+        return _Declared(base)
     raise StateNotSettable(
         f"{purpose} needs an env whose state can be read and set; {kind} is not supported "
-        f"(supported: {', '.join(sorted(CLASSIC_PARAMETERS))} and MuJoCo envs)"
+        f"(supported: {', '.join(sorted(CLASSIC_PARAMETERS))} and MuJoCo envs, and for dynamics shifts any env"
+        " that names its float constants in a `dynamics_parameters` attribute)"
     )
+
+
+class _Declared(Simulator):
+    """An env that names its physical constants in ``dynamics_parameters``.
+
+    Dynamics shifts change them like a classic-control env's constants; ``positive_parameters`` names those that
+    must stay > 0. Its state is its own: state perturbations refuse it.
+    """
+
+    kind = "declared"
+
+    def positive(self) -> tuple[str, ...]:
+        return tuple(getattr(self.env, "positive_parameters", ()))
+
+    def state_size(self) -> int:
+        raise StateNotSettable(f"{type(self.env).__name__} declares its parameters only, not its state")
+
+    def get_state(self) -> NDArray[np.float64]:
+        raise StateNotSettable(f"{type(self.env).__name__} declares its parameters only, not its state")
+
+    def set_state(self, state: NDArray[np.float64]) -> None:
+        raise StateNotSettable(f"{type(self.env).__name__} declares its parameters only, not its state")
+
+    def observe(self) -> Any:
+        raise StateNotSettable(f"{type(self.env).__name__} declares its parameters only, not its state")
+
+    def parameters(self) -> dict[str, NDArray[np.float64]]:
+        return {name: np.array(getattr(self.env, name), dtype=np.float64) for name in self.env.dynamics_parameters}
+
+    def set_parameter(self, name: str, value: NDArray[np.float64]) -> None:
+        setattr(self.env, name, float(value) if np.ndim(value) == 0 else np.array(value))
