@@ -206,6 +206,10 @@ def test_cleanrl_example_trains_and_evaluates(tmp_path: Path) -> None:
     clean, perturbed = rw.read_log(out / "eval-clean" / "env0"), rw.read_log(out / "eval-perturbed" / "env0")
     assert list(clean.episodes["seed"]) == list(perturbed.episodes["seed"]) == [1001, 1002]
     assert [p["name"] for p in perturbed.meta["perturbations"]] == ["obs_noise", "sticky_action"]
+    randomized = ["--perturbations", "dynamics_shift(values={'length': uniform(0.25, 1.0)})", "--out", str(out / "dr")]
+    run_example("cleanrl_ppo_cartpole.py", *args, "--eval-episodes", "2", *randomized, tmp_path=tmp_path)
+    drawn = rw.read_log(out / "dr" / "eval-perturbed" / "env0").episodes["dynamics_shift.values.length"]
+    assert drawn.between(0.25, 1.0).all() and drawn.nunique() == 2  # one length per episode, in the log
 
 
 def test_cli_sample_output_is_current() -> None:

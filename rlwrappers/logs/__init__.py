@@ -6,6 +6,8 @@
   (the ``multiagent`` extra; imported on first use).
 - :mod:`~rlwrappers.logs.reader`: :func:`read_log`, :func:`read_episodes`, :func:`team_returns` and
   :func:`who_acted`.
+- :mod:`~rlwrappers.logs.training`: ``PerturbationCallback``, what the perturbations did during SB3 training,
+  in SB3's logger (the ``sb3`` extra; import it from there).
 """
 
 from __future__ import annotations
