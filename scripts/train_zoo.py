@@ -1,7 +1,9 @@
 """Trains the agent zoo shipped in ``rlwrappers/zoo/agents/``: small SB3 agents, fixed seeds, two CPU cores.
 
 Every task is trained clean and under each of seed 002's six kinds of uncertainty (Flageat et al. 2023,
-Section 2.2), with the same perturbation during training and in the card's "trained_under" returns:
+Section 2.2), with the same perturbation during training and in the card's "trained_under" returns. CartPole is
+also trained with domain randomization over the uncertainty set ``CartPole:2`` (``ppo-CartPole-v1-randomized``:
+the pole's length and mass drawn anew each episode):
 
     python scripts/train_zoo.py                      # everything (about 20 minutes on two cores)
     python scripts/train_zoo.py --only ppo-CartPole-v1 --seeds 0
@@ -62,6 +64,7 @@ import rlwrappers as rw
 from rlwrappers import envs
 from rlwrappers.agents import SB3Agent
 from rlwrappers.core import INFO_KEY
+from rlwrappers.uncertainty import uncertainty_set
 from rlwrappers.wrappers.policy import Saved, add_noise, draw_noise, restore
 from rlwrappers.zoo import DIRECTORY, UNCERTAINTIES
 
@@ -100,7 +103,8 @@ TASKS = (
         ),
         policy_kwargs=dict(net_arch=[64, 64]),
         module="policy",
-        kinds=dict(UNCERTAINTIES["CartPole-v1"]),
+        # Seed 002's six kinds, and domain randomization over the pole's length and mass.
+        kinds={**UNCERTAINTIES["CartPole-v1"], "randomized": uncertainty_set("CartPole", dims=2).spec()},
     ),
     Task(
         algo="TD3",
