@@ -28,6 +28,7 @@ from gymnasium.envs.registration import EnvSpec, WrapperSpec
 
 from rlwrappers.core import Entry, Perturb, Perturbation
 from rlwrappers.error import InvalidArgument, UnknownName, did_you_mean
+from rlwrappers.uncertainty import uncertainty_set
 
 __all__ = [
     "CATALOGUE",
@@ -382,6 +383,8 @@ def _catalogue_rows() -> list[tuple[str, str, str, str]]:
             (base, "Sticky", "sticky_action(p=0.25)", "sticky actions with probability 0.25 (Machado et al.)"),
             (base, "Shifted", _SHIFTS[base], f"dynamics shift from reset on: {_SHIFTS[base][15:-1]}"),
         ]
+        box = uncertainty_set(base)
+        rows.append((base, "Randomized", box.spec(), f"domain randomization over {box.name}, drawn per episode"))
     return rows
 
 

@@ -46,7 +46,7 @@ def test_list_prints_ids_perturbations_and_schedules(how):
     positions = [out.index(heading) for heading in HEADINGS]
     assert positions == sorted(positions)
     assert _ids(out) == [e.id for e in rw.catalogue()]
-    assert "60 in the catalogue" in out
+    assert "70 in the catalogue" in out
     for info in rw.perturbations():
         assert f"  {info.name} ({info.channel})" in out
     for name in schedule.names():

@@ -132,7 +132,7 @@ def test_readme_claims(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = namespace["log"]
     assert isinstance(log, Log)
     assert list(log.episodes["seed"]) == [0, 1, 2]
-    assert len(rw.catalogue()) == 60
+    assert len(rw.catalogue()) == 70
 
 
 @pytest.mark.slow

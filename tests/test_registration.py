@@ -197,15 +197,15 @@ def test_atari_base_with_kwargs():
     env.close()
 
 
-def test_catalogue_lists_sixty_distinct_ids():
+def test_catalogue_lists_seventy_distinct_ids():
     entries = rw.catalogue()
-    assert len(entries) == 60
-    assert len({e.id for e in entries}) == 60
+    assert len(entries) == 70
+    assert len({e.id for e in entries}) == 70
     assert entries[0].id == "rlwrappers/CartPole-ObsNoise-v1"
     assert all(e.id.startswith("rlwrappers/") and e.doc for e in entries)
     bases = {e.base_id for e in entries}
     assert {"CartPole-v1", "Pendulum-v1", "Hopper-v5", "Ant-v5"} <= bases
-    assert all(sum(e.base_id == b for e in entries) == 6 for b in bases)
+    assert all(sum(e.base_id == b for e in entries) == 7 for b in bases)
     assert rw.catalogue() is not rw.catalogue()  # a copy: callers cannot change it
 
 
