@@ -338,11 +338,12 @@ def test_rl_zoo_trains_on_a_registered_id(tmp_path):
 
 
 @pytest.mark.slow
-def test_rl_zoo_uses_the_base_env_hyperparameters_through_the_shipped_config(tmp_path):
+@pytest.mark.parametrize("env_id", [OBS_NOISE_ID, "rlwrappers/CartPole-Randomized-v1"])
+def test_rl_zoo_uses_the_base_env_hyperparameters_through_the_shipped_config(tmp_path, env_id):
     command = [
         sys.executable, "-m", "rl_zoo3.train",
         "--algo", "ppo",
-        "--env", OBS_NOISE_ID,
+        "--env", env_id,
         "--gym-packages", "rlwrappers",
         "--conf-file", "rlwrappers.zoo.hyperparams.ppo",
         "--hyperparams", "n_envs:2",
@@ -355,10 +356,10 @@ def test_rl_zoo_uses_the_base_env_hyperparameters_through_the_shipped_config(tmp
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    (run,) = (tmp_path / "logs" / "ppo").glob("rlwrappers-CartPole-ObsNoise-v1_*")
+    (run,) = (tmp_path / "logs" / "ppo").glob(f"{env_id.replace('/', '-')}_*")
     import yaml
 
-    saved = dict(yaml.unsafe_load((run / OBS_NOISE_ID.replace("/", "-") / "config.yml").read_text()))
+    saved = dict(yaml.unsafe_load((run / env_id.replace("/", "-") / "config.yml").read_text()))
     from rlwrappers.zoo.hyperparams import ppo
 
     base = ppo.hyperparams["CartPole-v1"]
