@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
+import signal
+import time
 from pathlib import Path
 
 import numpy as np
@@ -89,3 +93,42 @@ def test_the_command_line_searches_a_shipped_set(tmp_path: Path, capsys: pytest.
     assert (tmp_path / "report" / "report.html").exists() and (tmp_path / "points.csv").exists()
     assert cli.main([*args[:5], "--env", "Pendulum-v1", *args[5:]]) == 2
     assert "--set CartPole:1 is a set of CartPole-v1, but --env is 'Pendulum-v1'" in capsys.readouterr().err
+
+
+def _search_in_child(out: Path) -> None:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        worst_case(
+            idle,
+            BOWL,
+            out=out,
+            points=4,
+            episodes=1,
+            seeds=2,
+            budget=40,
+            execution=Execution(workers=2, progress=False),
+        )
+    except KeyboardInterrupt:
+        os._exit(130)
+    os._exit(0)
+
+
+@pytest.mark.slow
+def test_a_search_stopped_by_sigint_resumes_to_the_uninterrupted_result(tmp_path: Path) -> None:
+    options = {"points": 4, "episodes": 1, "seeds": 2, "budget": 40, "execution": SERIAL}
+    expected = worst_case(idle, BOWL, out=tmp_path / "whole", **options)
+    stopped = 0
+    for n, delay in enumerate((0.2, 0.4, 0.6, 0.8, 1.0)):  # in the grid, the refinement and the held-out check
+        out = tmp_path / f"cut{n}"
+        child = multiprocessing.get_context("fork").Process(target=_search_in_child, args=(out,))
+        child.start()
+        time.sleep(delay)
+        if child.pid is not None and child.is_alive():
+            os.kill(child.pid, signal.SIGINT)
+        child.join(timeout=60)
+        assert child.exitcode in (0, 130), delay
+        stopped += child.exitcode == 130
+        resumed = worst_case(idle, BOWL, out=out, **options)
+        pd.testing.assert_frame_equal(resumed.points, expected.points)
+        assert resumed.summary() == expected.summary()
+    assert stopped >= 2  # most signals landed while the search ran
