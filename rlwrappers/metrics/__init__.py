@@ -5,7 +5,7 @@ Metrics take returns, model outputs, maps and observations, never agents, envs o
 apart, in :mod:`rlwrappers.report`.
 """
 
-from rlwrappers.metrics import saliency
+from rlwrappers.metrics import card, saliency
 from rlwrappers.metrics.did import DiD, difference_in_differences
 from rlwrappers.metrics.forecast import Forecast, damped_trend_forecast, episode_series, significantly_better
 from rlwrappers.metrics.impact import MIN_SCORES, min_score, normalized_impact
@@ -42,6 +42,7 @@ from rlwrappers.metrics.spectra import (
 )
 
 __all__ = [
+    "card",
     "saliency",
     "DISPERSION",
     "LPIPS",
