@@ -57,6 +57,17 @@ class SignalAt(gym.Wrapper[Any, Any, Any, Any]):
         return super().step(action)
 
 
+def _children() -> Any:
+    """Where trial processes start: forked from a fresh single-threaded server with the library loaded.
+
+    A fork of the test process itself would copy its threads' locks mid-use (pytest-xdist runs I/O threads)
+    and its signal dispositions.
+    """
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["rlwrappers", "rlwrappers.studies.run", "rlwrappers.zoo", "torch"])
+    return context
+
+
 def _evaluate(out: Path, wrappers: tuple[Any, ...] = ()) -> rw.Evaluation:
     return rw.evaluate(
         "ppo-CartPole-v1",
@@ -70,12 +81,13 @@ def _evaluate(out: Path, wrappers: tuple[Any, ...] = ()) -> rw.Evaluation:
     )
 
 
-def _interrupted_child(out: Path, trigger: dict[str, int] | None, group: bool) -> None:
+def _interrupted_child(out: Path, trigger: dict[str, int] | None, group: bool, ready: Any) -> None:
     """Evaluates in a process group of its own, as a terminal runs a command; the trigger signals this process
-    (or its group) from inside a worker."""
+    (or its group) from inside a worker. ``ready`` is set once the child has its group and handlers."""
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    ready.set()
     wrappers = ()
     if trigger is not None:
         wrappers = (functools.partial(SignalAt, **trigger, pid=-os.getpid() if group else os.getpid()),)
@@ -109,8 +121,11 @@ def _interrupt(rng: np.random.Generator, out: Path, duration: float, trial: str)
     else:
         delay = float(rng.uniform(0.0, duration))
         where = f"{delay:.2f} s in"
-    child = multiprocessing.get_context("fork").Process(target=_interrupted_child, args=(out, trigger, group))
+    context = _children()
+    ready = context.Event()
+    child = context.Process(target=_interrupted_child, args=(out, trigger, group, ready))
     child.start()
+    assert ready.wait(timeout=120), f"{trial}: the child did not start"
     if trigger is None:
         time.sleep(delay)
         try:
@@ -128,10 +143,13 @@ def _interrupt(rng: np.random.Generator, out: Path, duration: float, trial: str)
 
 
 def _timed_child(out: Path) -> float:
-    """Seconds an uninterrupted evaluation takes in a child like the trials' children."""
-    started = time.monotonic()
-    child = multiprocessing.get_context("fork").Process(target=_interrupted_child, args=(out, None, False))
+    """Seconds an uninterrupted evaluation takes in a child like the trials' children, once it is ready."""
+    context = _children()
+    ready = context.Event()
+    child = context.Process(target=_interrupted_child, args=(out, None, False, ready))
     child.start()
+    ready.wait(timeout=120)
+    started = time.monotonic()  # the evaluation's own time, from when the child is ready
     child.join(timeout=120)
     assert child.exitcode == 0
     return time.monotonic() - started

@@ -8,6 +8,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -95,8 +96,20 @@ def test_the_command_line_searches_a_shipped_set(tmp_path: Path, capsys: pytest.
     assert "--set CartPole:1 is a set of CartPole-v1, but --env is 'Pendulum-v1'" in capsys.readouterr().err
 
 
-def _search_in_child(out: Path) -> None:
+def _children() -> Any:
+    """Where trial processes start: forked from a fresh single-threaded server with the library loaded.
+
+    A fork of the test process itself would copy its threads' locks mid-use (pytest-xdist runs I/O threads)
+    and its signal dispositions.
+    """
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["rlwrappers", "rlwrappers.studies.run", "rlwrappers.zoo", "torch"])
+    return context
+
+
+def _search_in_child(out: Path, ready: Any) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    ready.set()
     try:
         worst_case(
             idle,
@@ -120,8 +133,11 @@ def test_a_search_stopped_by_sigint_resumes_to_the_uninterrupted_result(tmp_path
     stopped = 0
     for n, delay in enumerate((0.2, 0.4, 0.6, 0.8, 1.0)):  # in the grid, the refinement and the held-out check
         out = tmp_path / f"cut{n}"
-        child = multiprocessing.get_context("fork").Process(target=_search_in_child, args=(out,))
+        context = _children()
+        ready = context.Event()
+        child = context.Process(target=_search_in_child, args=(out, ready))
         child.start()
+        assert ready.wait(timeout=120), delay
         time.sleep(delay)
         if child.pid is not None and child.is_alive():
             os.kill(child.pid, signal.SIGINT)
