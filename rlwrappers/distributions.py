@@ -78,14 +78,14 @@ class Distribution:
 
     def params(self) -> dict[str, Any]:
         """The parameters, JSON-ready, in declaration order."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return {f.name: getattr(self, f.name) for f in _parameters(self)}
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form that :func:`from_value` reads back."""
         return {KEY: self.name, **self.params()}
 
     def __str__(self) -> str:
-        fields = dataclasses.fields(self)  # type: ignore[arg-type]
+        fields = _parameters(self)
         params = self.params()
         required = [format_value(params[f.name]) for f in fields if f.default is dataclasses.MISSING]
         optional = [
@@ -94,6 +94,11 @@ class Distribution:
             if f.default is not dataclasses.MISSING and params[f.name] != f.default
         ]
         return f"{self.name}({', '.join(required + optional)})"
+
+
+def _parameters(distribution: Distribution) -> list[dataclasses.Field[Any]]:
+    """A distribution's parameters: its dataclass fields, less those it derives from them."""
+    return [f for f in dataclasses.fields(distribution) if f.init]  # type: ignore[arg-type]
 
 
 def _bounds(name: str, low: Any, high: Any) -> tuple[float, float]:
@@ -157,6 +162,8 @@ class Normal(Distribution):
     std: float
     low: float | None = None
     high: float | None = None
+    _gauss: NormalDist = dataclasses.field(init=False, repr=False, compare=False)
+    _mass: tuple[float, float] = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         mean, std = _check.number("normal: mean", self.mean), _check.number("normal: std", self.std)
@@ -168,23 +175,21 @@ class Normal(Distribution):
             raise InvalidArgument(f"`normal` needs low < high, received [{low!r}, {high!r}]")
         for key, value in (("mean", mean), ("std", std), ("low", low), ("high", high)):
             object.__setattr__(self, key, value)
-        if self._mass()[1] - self._mass()[0] < _LEAST_MASS:
+        gauss = NormalDist(mean, std)
+        below = 0.0 if low is None else gauss.cdf(low)
+        above = 1.0 if high is None else gauss.cdf(high)
+        if above - below < _LEAST_MASS:
             raise InvalidArgument(f"`{self}` keeps almost no probability between its bounds")
-
-    def _mass(self) -> tuple[float, float]:
-        gauss = NormalDist(self.mean, self.std)
-        return (
-            0.0 if self.low is None else gauss.cdf(self.low),
-            1.0 if self.high is None else gauss.cdf(self.high),
-        )
+        object.__setattr__(self, "_gauss", gauss)  # the CDF values of the bounds, computed once for every draw
+        object.__setattr__(self, "_mass", (below, above))
 
     @override
     def draw(self, rng: np.random.Generator, steps: int = 0) -> float:
         if self.low is None and self.high is None:
             return float(rng.normal(self.mean, self.std))
-        below, above = self._mass()
+        below, above = self._mass
         u = below + (above - below) * float(rng.random())
-        value = NormalDist(self.mean, self.std).inv_cdf(min(max(u, 1e-300), 1.0 - 1e-16))
+        value = self._gauss.inv_cdf(min(max(u, 1e-300), 1.0 - 1e-16))
         if self.low is not None:
             value = max(value, self.low)
         if self.high is not None:
@@ -334,7 +339,7 @@ def from_value(value: Any) -> Distribution | None:
         return value
     if isinstance(value, Call):
         cls = _named(value.name)
-        names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+        names = [f.name for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]
         if len(value.args) > len(names):
             raise InvalidArgument(f"`{value}` takes at most {len(names)} values: {names}")
         kwargs = dict(zip(names, value.args, strict=False))
@@ -346,7 +351,7 @@ def from_value(value: Any) -> Distribution | None:
     if isinstance(value, Mapping) and KEY in value:
         params = {k: v for k, v in value.items() if k != KEY}
         cls = _named(value[KEY])
-        known = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+        known = [f.name for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]
         _check.keys(f"{cls.name} distribution", params, known)
         return _make(cls, params)
     return None
