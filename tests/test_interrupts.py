@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -23,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_processes import children
 
 import rlwrappers as rw
 from rlwrappers.logs.lock import LOCK_FILE, FolderLock
@@ -55,17 +55,6 @@ class SignalAt(gym.Wrapper[Any, Any, Any, Any]):
             self.armed = False
             os.kill(self.pid, self.signum)
         return super().step(action)
-
-
-def _children() -> Any:
-    """Where trial processes start: forked from a fresh single-threaded server with the library loaded.
-
-    A fork of the test process itself would copy its threads' locks mid-use (pytest-xdist runs I/O threads)
-    and its signal dispositions.
-    """
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["rlwrappers", "rlwrappers.studies.run", "rlwrappers.zoo", "torch"])
-    return context
 
 
 def _evaluate(out: Path, wrappers: tuple[Any, ...] = ()) -> rw.Evaluation:
@@ -121,7 +110,7 @@ def _interrupt(rng: np.random.Generator, out: Path, duration: float, trial: str)
     else:
         delay = float(rng.uniform(0.0, duration))
         where = f"{delay:.2f} s in"
-    context = _children()
+    context = children()
     ready = context.Event()
     child = context.Process(target=_interrupted_child, args=(out, trigger, group, ready))
     child.start()
@@ -144,7 +133,7 @@ def _interrupt(rng: np.random.Generator, out: Path, duration: float, trial: str)
 
 def _timed_child(out: Path) -> float:
     """Seconds an uninterrupted evaluation takes in a child like the trials' children, once it is ready."""
-    context = _children()
+    context = children()
     ready = context.Event()
     child = context.Process(target=_interrupted_child, args=(out, None, False, ready))
     child.start()

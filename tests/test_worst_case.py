@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import time
@@ -13,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_processes import children
 
 from rlwrappers import cli
 from rlwrappers.report.worst_case import worst_case_map, write_worst_case_report
@@ -96,17 +96,6 @@ def test_the_command_line_searches_a_shipped_set(tmp_path: Path, capsys: pytest.
     assert "--set CartPole:1 is a set of CartPole-v1, but --env is 'Pendulum-v1'" in capsys.readouterr().err
 
 
-def _children() -> Any:
-    """Where trial processes start: forked from a fresh single-threaded server with the library loaded.
-
-    A fork of the test process itself would copy its threads' locks mid-use (pytest-xdist runs I/O threads)
-    and its signal dispositions.
-    """
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["rlwrappers", "rlwrappers.studies.run", "rlwrappers.zoo", "torch"])
-    return context
-
-
 def _search_in_child(out: Path, ready: Any) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     ready.set()
@@ -133,7 +122,7 @@ def test_a_search_stopped_by_sigint_resumes_to_the_uninterrupted_result(tmp_path
     stopped = 0
     for n, delay in enumerate((0.2, 0.4, 0.6, 0.8, 1.0)):  # in the grid, the refinement and the held-out check
         out = tmp_path / f"cut{n}"
-        context = _children()
+        context = children()
         ready = context.Event()
         child = context.Process(target=_search_in_child, args=(out, ready))
         child.start()
