@@ -188,3 +188,23 @@ def test_steps_that_break_the_invariants_are_refused(closed: Path, tmp_path: Pat
         rw.read_log(damaged)
     meta = json.loads((damaged / "meta.json").read_text())
     assert meta["format"] == "rlwrappers-log"  # the header itself is fine
+
+
+def test_a_flipped_bit_in_any_episode_row_of_the_stream_is_never_read(killed: Path, tmp_path: Path) -> None:
+    """Each byte of the second episode's row flipped in turn: a LogError or the first episode, never a wrong row."""
+    original = rw.read_log(killed)
+    data = (killed / "stream.arrows").read_bytes()
+    row = b'{"episode": 1,'
+    start = data.index(row)
+    end = data.index(b"}", start) + 1
+    damaged = copy(killed, tmp_path)
+    outcomes = set()
+    for at in range(start, end):
+        flipped = bytearray(data)
+        flipped[at] ^= 1 << (at % 8)
+        (damaged / "stream.arrows").write_bytes(bytes(flipped))
+        what = f"killed log, byte {at - start} of the second episode row flipped"
+        outcome = recovered_or_refused(damaged, original, what)
+        assert outcome != "recovered", what
+        outcomes.add(outcome)
+    assert "prefix" in outcomes

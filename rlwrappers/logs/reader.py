@@ -24,7 +24,16 @@ from numpy.typing import NDArray
 
 from rlwrappers._optional import require
 from rlwrappers.error import InvalidArgument, LogError
-from rlwrappers.logs.schema import CHECKSUM_KEY, EPISODE_KEY, FORMAT, META, STREAM, TABLES, log_schemas
+from rlwrappers.logs.schema import (
+    CHECKSUM_KEY,
+    EPISODE_CHECKSUM_KEY,
+    EPISODE_KEY,
+    FORMAT,
+    META,
+    STREAM,
+    TABLES,
+    log_schemas,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,7 +57,7 @@ def read_stream(path: Path) -> tuple[pa.Table, list[dict[str, Any]]] | None:
     """The steps and episode rows of a log's stream, up to its first torn or damaged batch.
 
     A torn tail, left by a killed writer, is dropped: every episode written before it is kept. A batch is
-    damaged when its checksum or its steps do not match its episode row.
+    damaged when either checksum (of its steps, of its episode row) fails or its steps do not match its row.
     """
     pa = require("pyarrow", purpose="reading logs")
     ipc = require("pyarrow.ipc")
@@ -63,9 +72,10 @@ def read_stream(path: Path) -> tuple[pa.Table, list[dict[str, Any]]] | None:
         while True:
             try:
                 item = reader.read_next_batch_with_custom_metadata()
-                episode = json.loads(item.custom_metadata[EPISODE_KEY.encode()])
-                checksum = item.custom_metadata.get(CHECKSUM_KEY.encode())
-                damaged = checksum is not None and int(checksum) != zlib.crc32(item.batch.serialize())
+                row = item.custom_metadata[EPISODE_KEY.encode()]
+                episode = json.loads(row)
+                damaged = _fails_checksum(item.custom_metadata, CHECKSUM_KEY, item.batch.serialize())
+                damaged |= _fails_checksum(item.custom_metadata, EPISODE_CHECKSUM_KEY, row)
             except StopIteration:
                 break
             except (pa.ArrowException, OSError, KeyError, TypeError, ValueError):
@@ -75,6 +85,12 @@ def read_stream(path: Path) -> tuple[pa.Table, list[dict[str, Any]]] | None:
             batches.append(item.batch)
             episodes.append(episode)
         return pa.Table.from_batches(batches, schema=reader.schema), episodes
+
+
+def _fails_checksum(metadata: Any, key: str, data: Any) -> bool:
+    """Whether a batch carries a checksum under ``key`` that ``data`` does not match."""
+    checksum = metadata.get(key.encode())
+    return checksum is not None and int(checksum) != zlib.crc32(data)
 
 
 def _fits(batch: Any, episode: Any) -> bool:

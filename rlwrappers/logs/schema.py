@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECKSUM_KEY",
+    "EPISODE_CHECKSUM_KEY",
     "EPISODE_KEY",
     "FORMAT",
     "FORMAT_VERSION",
@@ -60,6 +61,8 @@ STREAM: Final = "stream.arrows"
 EPISODE_KEY: Final = "episode"
 #: The key of a stream batch's CRC-32 (of its serialized steps); streams written without it still read.
 CHECKSUM_KEY: Final = "crc32"
+#: The key of the CRC-32 of a stream batch's episode row (its JSON bytes); streams written without it still read.
+EPISODE_CHECKSUM_KEY: Final = "episode_crc32"
 
 
 def arrow_type(pa: Any, kind: str, action_type: Any) -> Any:

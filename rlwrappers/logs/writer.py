@@ -30,6 +30,7 @@ from rlwrappers.logs.lock import FolderLock
 from rlwrappers.logs.reader import stream_tables
 from rlwrappers.logs.schema import (
     CHECKSUM_KEY,
+    EPISODE_CHECKSUM_KEY,
     EPISODE_KEY,
     FORMAT,
     FORMAT_VERSION,
@@ -277,11 +278,16 @@ class LogStream:
         tmp.replace(self.path / META)
 
     def write(self, batch: Any, episode: Mapping[str, Any]) -> None:
-        """Appends one episode: its steps as ``batch``, its episode row and the steps' checksum in its metadata."""
+        """Appends one episode: its steps as ``batch``, its episode row and both their checksums in its metadata."""
         if self._writer is None:
             self._sink = self.pa.OSFile(str(self.path / STREAM), "wb")
             self._writer = self.pa.ipc.new_stream(self._sink, batch.schema)
-        metadata = {EPISODE_KEY: json.dumps(episode), CHECKSUM_KEY: str(zlib.crc32(batch.serialize()))}
+        row = json.dumps(episode)
+        metadata = {
+            EPISODE_KEY: row,
+            EPISODE_CHECKSUM_KEY: str(zlib.crc32(row.encode())),
+            CHECKSUM_KEY: str(zlib.crc32(batch.serialize())),
+        }
         self._writer.write_batch(batch, custom_metadata=metadata)
         self._sink.flush()
 
