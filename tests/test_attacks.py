@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -10,12 +11,15 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from gymnasium.envs.registration import EnvSpec
 
 import rlwrappers as rw
 from rlwrappers import error
 from rlwrappers.agents import CallableAgent, TorchAgent
+from rlwrappers.core import Entry, layers
 from rlwrappers.functional import attacks
 from rlwrappers.testing import check_wrapper
+from rlwrappers.wrappers.adversarial import FGSMPerturbation
 
 torchattacks = pytest.importorskip("torchattacks")
 gym.register_envs(ale_py)
@@ -322,6 +326,148 @@ def test_the_ppo_breakout_agent_responds_to_eps_between_0002_and_001(ppo_breakou
     steps = rw.read_log(log).steps
     assert steps["fgsm.flipped"].mean() > 0.9
     assert np.allclose(steps["fgsm.linf"], 1 / 255)
+
+
+# -- budgets per dimension ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def zoo_cartpole() -> rw.agents.Agent:
+    return rw.load_agent("ppo-CartPole-v1", seed=0)
+
+
+@pytest.fixture(scope="module")
+def cartpole_states(zoo_cartpole) -> np.ndarray:
+    """Observations the zoo agent meets in real CartPole games, 200 of them."""
+    env = gym.make("CartPole-v1")
+    obs, _ = env.reset(seed=0)
+    states = []
+    while len(states) < 200:
+        states.append(obs)
+        obs, _, terminated, truncated, _ = env.step(zoo_cartpole.act_one(obs))
+        if terminated or truncated:
+            obs, _ = env.reset()
+    return np.stack(states)
+
+
+@pytest.mark.parametrize(
+    ("scalar", "per_dimension"),
+    [
+        (
+            lambda env, agent: rw.FGSM(env, eps=0.1, agent=agent),
+            lambda env, agent: rw.FGSM(env, eps=(0.1,) * 4, agent=agent),
+        ),
+        (
+            lambda env, agent: rw.PGD(env, eps=0.1, steps=5, agent=agent),
+            lambda env, agent: rw.PGD(env, eps=(0.1,) * 4, steps=5, agent=agent),
+        ),
+        (
+            lambda env, agent: rw.PGD(env, eps=0.1, alpha=0.03, steps=5, random_start=False, agent=agent),
+            lambda env, agent: rw.PGD(env, eps=0.1, alpha=(0.03,) * 4, steps=5, random_start=False, agent=agent),
+        ),
+    ],
+    ids=["fgsm", "pgd", "pgd-alpha"],
+)
+def test_a_per_dimension_eps_of_equal_entries_gives_exactly_the_scalar_result(
+    zoo_cartpole, cartpole_states, scalar, per_dimension
+):
+    ours = per_dimension(gym.make("CartPole-v1"), zoo_cartpole).perturbations[0]
+    same = scalar(gym.make("CartPole-v1"), zoo_cartpole).perturbations[0]
+    result = ours.attack(cartpole_states, np.random.default_rng(4))
+    expected = same.attack(cartpole_states, np.random.default_rng(4))
+    assert torch.equal(result.adversarial, expected.adversarial)
+    assert np.array_equal(result.observations, expected.observations)
+    assert np.array_equal(result.clean_action, expected.clean_action)
+
+
+def test_a_per_dimension_eps_moves_each_coordinate_by_its_own_eps(zoo_cartpole, cartpole_states):
+    sigma = cartpole_states.std(axis=0)
+    eps = tuple(float(e) for e in 0.5 * sigma)  # half a standard deviation on each dimension
+    fgsm = rw.FGSM(gym.make("CartPole-v1"), eps=eps, agent=zoo_cartpole).perturbations[0]
+    moved = np.abs(fgsm.attack(cartpole_states, None).observations - cartpole_states)
+    space = gym.make("CartPole-v1").observation_space
+    inside = (cartpole_states - eps > space.low) & (cartpole_states + eps < space.high)
+    assert inside.mean() > 0.9
+    assert np.allclose(moved[inside], np.broadcast_to(eps, moved.shape)[inside], rtol=0, atol=1e-6)
+    assert np.all(moved <= np.array(eps) + 1e-6)
+
+    pgd = rw.PGD(gym.make("CartPole-v1"), eps=eps, steps=10, agent=zoo_cartpole).perturbations[0]
+    result = pgd.attack(cartpole_states, np.random.default_rng(0))
+    moved = np.abs(result.observations - cartpole_states)
+    assert np.all(moved <= np.array(eps) + 1e-6)
+    assert np.allclose(moved.max(axis=0), eps, rtol=0, atol=1e-6)  # every dimension reaches its own radius
+    assert np.allclose(result.linf, moved.max(axis=1), atol=1e-6)
+
+    zero = (0.0, 0.05, 0.0, 0.1)  # a zero entry leaves its dimension alone
+    kept = rw.FGSM(gym.make("CartPole-v1"), eps=zero, agent=zoo_cartpole).perturbations[0]
+    moved = kept.attack(cartpole_states, None).observations
+    assert np.array_equal(moved[:, [0, 2]], cartpole_states[:, [0, 2]])
+    assert np.allclose(np.abs(moved - cartpole_states)[:, [1, 3]], [0.05, 0.1], rtol=0, atol=1e-6)
+
+
+def test_a_per_dimension_eps_from_a_spec_string_round_trips_through_the_log(zoo_cartpole, tmp_path):
+    env = rw.Recorder(rw.wrap(gym.make("CartPole-v1"), "fgsm(eps=[0.01, 0.02, 0.1, 0.3])"), tmp_path / "log")
+    assert rw.attach(env, zoo_cartpole) == 1
+    obs, _ = env.reset(seed=0)
+    for _ in range(20):
+        obs, _, terminated, truncated, info = env.step(zoo_cartpole.act_one(obs))
+        assert info["rlwrappers"]["fgsm"]["linf"] == pytest.approx(0.3)
+        if terminated or truncated:
+            obs, _ = env.reset()
+    env.close()
+    (entry,) = next(layers(env)).entries
+    assert str(entry) == "fgsm(eps=(0.01, 0.02, 0.1, 0.3))"
+    assert Entry.parse(str(entry)) == entry
+    assert Entry.parse(json.loads(json.dumps(entry.to_dict()))) == entry
+
+    meta = rw.read_log(tmp_path / "log").meta
+    (recorded,) = meta["perturbations"]
+    assert recorded["spec"] == str(entry) and recorded["params"]["eps"] == [0.01, 0.02, 0.1, 0.3]
+    rebuilt = gym.make(EnvSpec.from_json(json.dumps(meta["spec"])))
+    assert [layer.entries for layer in layers(rebuilt)] == [(entry,)]
+
+    wrapper = rw.FGSM(gym.make("CartPole-v1"), eps=(0.01, 0.02, 0.1, 0.3), agent=zoo_cartpole)
+    assert wrapper.specs == [str(entry)]
+    assert str(gym.make(wrapper.spec)) == str(wrapper)
+
+
+def test_a_per_dimension_eps_on_images_is_in_pixel_scale_and_warns_below_half_a_grey_level():
+    space = gym.spaces.Box(0, 255, (6, 6, 3), np.uint8)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(108, 2))
+    agent = TorchAgent(net, space, gym.spaces.Discrete(2), head="logits", forward=lambda m, x: m(x / 255.0))
+    attack = FGSMPerturbation(eps=(0.001, 2 / 255, 0.0))
+    with pytest.warns(UserWarning, match=r"fgsm: eps\[0\]=0.001 is below half a grey level"):
+        attack.bind_spaces(space, gym.spaces.Discrete(2))
+    attack.attach(agent)
+    frames = np.random.default_rng(0).integers(2, 254, (5, 6, 6, 3)).astype(np.uint8)
+    moved = np.abs(attack.attack(frames, None).observations.astype(int) - frames)
+    assert not moved[..., 0].any() and not moved[..., 2].any()  # channel 0 rounds away, channel 2 has eps 0
+    assert (moved[..., 1] == 2).all()  # 2/255 in pixel scale is two grey levels
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        FGSMPerturbation(eps=(0.0, 0.01, 0.01)).bind_spaces(space, gym.spaces.Discrete(2))
+
+
+def test_a_per_dimension_budget_that_does_not_fit_raises():
+    env, agent = linear_cartpole()
+    with pytest.raises(
+        error.InvalidArgument, match=r"`eps` has 3 entries, which does not broadcast to the shape \(4,\)"
+    ):
+        rw.FGSM(env, eps=(0.1, 0.2, 0.3), agent=agent)
+    with pytest.raises(error.InvalidArgument, match=r"`eps` has 2 entries, which does not broadcast"):
+        rw.wrap(gym.make("CartPole-v1"), "fgsm(eps=[0.1, 0.2])")
+    with pytest.raises(error.InvalidArgument, match=r"`alpha` has 5 entries, which does not broadcast"):
+        rw.PGD(gym.make("CartPole-v1"), eps=(0.1,) * 4, alpha=(0.01,) * 5)
+    with pytest.raises(error.InvalidArgument, match=r"`eps` has 4 entries, which does not broadcast"):
+        rw.PGD(gym.make("Pendulum-v1"), eps=(0.1,) * 4)
+    with pytest.raises(error.InvalidArgument, match=r"`eps\[1\]` must be >= 0, received -0.2"):
+        rw.FGSM(env, eps=(0.1, -0.2, 0.1, 0.1))
+    with pytest.raises(error.InvalidArgument, match=r"`alpha\[2\]` must be finite, received nan"):
+        rw.PGD(env, alpha=[0.1, 0.1, float("nan"), 0.1])
+    with pytest.raises(error.InvalidType, match=r"`eps\[0\]` must be a number, received '0.1'"):
+        rw.FGSM(env, eps=("0.1", 0.1, 0.1, 0.1))
+    with pytest.raises(error.InvalidArgument, match="`eps` must not be empty"):
+        rw.wrap(gym.make("CartPole-v1"), "fgsm(eps=[])")
 
 
 # -- bad input ------------------------------------------------------------------------------------------

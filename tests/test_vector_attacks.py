@@ -8,10 +8,12 @@ import ale_py
 import gymnasium as gym
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 import rlwrappers as rw
 from rlwrappers import error
+from rlwrappers.core import Entry
 from rlwrappers.wrappers.vector import LOG_COLUMNS, Attack
 
 gym.register_envs(ale_py)
@@ -49,6 +51,23 @@ def test_a_vector_fgsm_gives_each_sub_env_what_the_single_env_wrapper_gives_it(c
         done = terminated | truncated
         episodes_ended += int(done.sum())
     assert episodes_ended > 0  # the comparison went through autoresets
+
+
+def test_a_vector_fgsm_with_a_per_dimension_eps_equals_the_single_env_one(cartpole_agent, tmp_path):
+    eps = (0.01, 0.02, 0.1, 0.3)
+    envs = Attack(sync("CartPole-v1", num_envs=2), "fgsm(eps=[0.01, 0.02, 0.1, 0.3])", cartpole_agent)
+    singles = [rw.FGSM(gym.make("CartPole-v1"), eps=eps, agent=cartpole_agent) for _ in range(2)]
+    obs, _ = envs.reset(seed=1)
+    single_obs = [env.reset(seed=1 + i)[0] for i, env in enumerate(singles)]
+    for _ in range(8):  # CartPole lasts longer than this: no autoreset
+        assert np.array_equal(obs, np.stack(single_obs))
+        actions = cartpole_agent.act(obs)
+        obs, *_ = envs.step(actions)
+        single_obs = [env.step(a)[0] for env, a in zip(singles, actions, strict=True)]
+    assert np.allclose(envs.log()["linf"], 0.3, atol=1e-6)
+    envs.save(tmp_path / "attack.parquet")
+    meta = pq.read_schema(tmp_path / "attack.parquet").metadata
+    assert Entry.parse(meta[b"rlwrappers.attack"].decode()) == envs.attacker.entry
 
 
 def test_the_vector_log_holds_one_row_per_attacked_decision(cartpole_agent, tmp_path):
@@ -148,6 +167,10 @@ def test_bad_input_raises_at_construction(cartpole_agent):
         Attack(disabled, "fgsm(eps=0.1)", cartpole_agent)
     with pytest.raises(error.IncompatibleSpace, match="shape"):
         Attack(sync("MountainCar-v0", num_envs=2), "fgsm(eps=0.1)", cartpole_agent)
+    with pytest.raises(
+        error.InvalidArgument, match=r"`eps` has 3 entries, which does not broadcast to the shape \(4,\)"
+    ):
+        Attack(sync("CartPole-v1", num_envs=2), "pgd(eps=[0.1, 0.2, 0.3])", cartpole_agent)
     from rlwrappers.wrappers.sb3 import AttackVecEnv
 
     with pytest.raises(error.InvalidType, match="VecEnv"):

@@ -15,6 +15,12 @@ logits (policy-gradient agents) or its q-values (value-based agents), read throu
 - every other Box space is attacked in its own units, inside its bounds: ``eps=0.01`` on CartPole moves
   each coordinate by 0.01.
 
+**Budgets per dimension.** ``eps`` (and PGD's ``alpha``) is a number, or an array of one value per
+observation dimension that broadcasts against the batch (its trailing axes), in the same attack units:
+``eps = k * sigma`` sizes an attack in units of each dimension's standard deviation, and coordinate ``d``
+moves by at most ``eps[d]``. A number is used as it is (torchattacks' bits); an array whose entries all equal
+a number gives exactly that number's result.
+
 **Re-quantization.** An integer observation space cannot hold a fractional perturbation: the adversarial
 observation is rounded back to whole levels before the agent sees it. In pixel scale a change below half a
 grey level (eps < 0.5/255, about 0.002) rounds away entirely (the wrappers warn when built with such an eps),
@@ -33,9 +39,10 @@ the generator it is given.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import numpy as np
+from numpy.typing import NDArray
 
 from rlwrappers._optional import require
 from rlwrappers.error import InvalidArgument
@@ -44,7 +51,7 @@ if TYPE_CHECKING:
     import torch
     from torch import Tensor
 
-__all__ = ["PIXEL_SCALE", "carlini_wagner", "check_eps", "fgsm", "pgd"]
+__all__ = ["PIXEL_SCALE", "Budget", "carlini_wagner", "check_eps", "fgsm", "pgd"]
 
 #: Grey levels per unit of pixel scale.
 PIXEL_SCALE: Final = 255.0
@@ -52,6 +59,8 @@ PIXEL_SCALE: Final = 255.0
 _TANH_MARGIN: Final = 1e-6
 
 Scores = Callable[["torch.Tensor"], "torch.Tensor"]
+#: An attack budget in attack units: a number, or an array of one per observation dimension.
+Budget: TypeAlias = float | NDArray[np.floating[Any]]
 
 
 def _loss(out: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -60,10 +69,18 @@ def _loss(out: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(out, labels)
 
 
+def _budget(value: Budget, like: torch.Tensor) -> float | torch.Tensor:
+    """A budget ready to meet a batch like ``like``: a number as it is, an array as a tensor of its dtype."""
+    if isinstance(value, (int, float)):
+        return value
+    torch = require("torch")
+    return torch.as_tensor(np.asarray(value), dtype=like.dtype, device=like.device)
+
+
 def fgsm(
     scores: Scores,
     z: torch.Tensor,
-    eps: float,
+    eps: Budget,
     low: torch.Tensor | float,
     high: torch.Tensor | float,
     labels: torch.Tensor | None = None,
@@ -73,7 +90,8 @@ def fgsm(
     Args:
         scores: maps a batch in attack units to action scores (logits or q-values), differentiably.
         z: the clean batch, in attack units.
-        eps: the step, in attack units (L-inf size of the perturbation before clamping).
+        eps: the step, in attack units (L-inf size of the perturbation before clamping): a number, or one per
+            observation dimension, broadcasting against ``z`` (coordinate ``d`` moves by ``eps[d]``).
         low: lower bounds (a number or a tensor broadcasting against ``z``).
         high: upper bounds.
         labels: the actions to push away from (default: the argmax of the clean scores).
@@ -87,15 +105,15 @@ def fgsm(
     if labels is None:
         labels = out.detach().argmax(-1)
     (grad,) = torch.autograd.grad(_loss(out, labels), z)
-    adversarial = z.detach() + eps * grad.sign()
+    adversarial = z.detach() + _budget(eps, z) * grad.sign()
     return torch.clamp(adversarial, min=low, max=high).detach(), labels
 
 
 def pgd(
     scores: Scores,
     z: torch.Tensor,
-    eps: float,
-    alpha: float,
+    eps: Budget,
+    alpha: Budget,
     steps: int,
     low: torch.Tensor | float,
     high: torch.Tensor | float,
@@ -108,8 +126,9 @@ def pgd(
     Args:
         scores: maps a batch in attack units to the network's output, differentiably.
         z: the clean batch, in attack units.
-        eps: the ball's radius, in attack units.
-        alpha: the step size of each iteration.
+        eps: the ball's radius, in attack units: a number, or one per observation dimension, broadcasting
+            against ``z`` (the box ``[z - eps, z + eps]``, coordinate by coordinate).
+        alpha: the step size of each iteration: a number, or one per observation dimension.
         steps: the number of iterations.
         low: lower bounds of the space.
         high: upper bounds.
@@ -129,13 +148,15 @@ def pgd(
             labels = scores(z).argmax(-1)
     adversarial = z.clone()
     if rng is not None:
-        start = rng.uniform(-eps, eps, size=tuple(z.shape)).astype(np.float32)
+        bound = eps if isinstance(eps, (int, float)) else np.asarray(eps, dtype=np.float64)
+        start = rng.uniform(-bound, bound, size=tuple(z.shape)).astype(np.float32)
         adversarial = torch.clamp(adversarial + torch.from_numpy(start), min=low, max=high)
+    radius, step = _budget(eps, z), _budget(alpha, z)
     for _ in range(steps):
         adversarial.requires_grad_(True)
         (grad,) = torch.autograd.grad(loss(scores(adversarial), labels), adversarial)
-        adversarial = adversarial.detach() + alpha * grad.sign()
-        delta = torch.clamp(adversarial - z, min=-eps, max=eps)
+        adversarial = adversarial.detach() + step * grad.sign()
+        delta = torch.clamp(adversarial - z, min=-radius, max=radius)
         adversarial = torch.clamp(z + delta, min=low, max=high).detach()
     return adversarial, labels
 

@@ -5,7 +5,9 @@ on the clean one (untargeted; seed 001 Section 5.1 and Appendix C.1 attack Atari
 compares natural corruptions with Carlini-Wagner). It needs the agent: pass ``agent=`` to the wrapper, or
 attach it with :func:`rlwrappers.attach` (the evaluation runner does this). Units, bounds and the uint8
 re-quantization are those of :class:`Domain` and :mod:`rlwrappers.functional.attacks`: image spaces in [0, 1]
-pixel scale, other Box spaces in their own units.
+pixel scale, other Box spaces in their own units. FGSM's and PGD's ``eps`` (and PGD's ``alpha``) take a number,
+or one value per observation dimension (``"fgsm(eps=[0.01, 0.02, 0.1, 0.3])"`` on CartPole), in the same units;
+such a list broadcasts against the observation's last axis, like ``obs_noise``'s ``std``.
 
 **Where to attack.** This wrapper attacks the observation at its place in the env's wrapper stack. That is
 exactly what the network sees only when everything between this place and the network is inside the env:
@@ -44,6 +46,7 @@ from rlwrappers.error import IncompatibleSpace, InvalidArgument, NotDifferentiab
 from rlwrappers.functional import attacks
 from rlwrappers.functional.attacks import PIXEL_SCALE
 from rlwrappers.schedule import Schedule
+from rlwrappers.wrappers.observation import check_scale_shape
 
 if TYPE_CHECKING:
     import torch
@@ -162,6 +165,8 @@ class AttackPerturbation(Perturbation):
     step_fields = {"clean_action": "action", "action": "action", "flipped": "bool", "linf": "float64", "l2": "float64"}
     #: Whether the attack works on continuous actions (otherwise it needs logits or q-values).
     continuous: ClassVar[bool] = False
+    #: The parameters that are budgets in attack units: each a number, or one per observation dimension.
+    budgets: ClassVar[tuple[str, ...]] = ()
     if TYPE_CHECKING:  # each attack declares it last among its parameters
         quantize: bool
 
@@ -184,6 +189,10 @@ class AttackPerturbation(Perturbation):
             self._domain = Domain.of(observation_space, self.quantize)
         except IncompatibleSpace as exc:
             raise IncompatibleSpace(f"{self.name}: {exc}") from None
+        for name in self.budgets:
+            budget = getattr(self, name)
+            if budget is not None:
+                check_scale_shape(name, budget, self._domain.low.shape)
         if not self.continuous and not isinstance(action_space, gym.spaces.Discrete):
             raise IncompatibleSpace(
                 f"{self.name} needs discrete actions (it pushes away from the agent's action scores), received"
@@ -296,15 +305,40 @@ class AttackPerturbation(Perturbation):
         return {**record, "action": taken, "flipped": taken != record["clean_action"] if discrete else None}
 
 
-def _warn_below_quantum(name: str, eps: float, domain: Domain) -> None:
-    if domain.integer and 0.0 < eps < domain.quantum / 2:
-        grey = " grey level" if domain.pixels else ""
-        warnings.warn(
-            f"{name}: eps={eps} is below half a{grey} quantum ({domain.quantum / 2:.6g}) of the integer observation"
-            " space: re-quantization rounds every perturbation away, so the agent sees clean observations",
-            UserWarning,
-            stacklevel=6,
-        )
+def _check_budget(name: str, value: Any) -> float | tuple[float, ...]:
+    """``value`` as an attack budget: a float >= 0, or a tuple of them, one per observation dimension."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return _check.scale(name, value)
+    return attacks.check_eps(name, value)
+
+
+def _as_budget(value: float | tuple[float, ...]) -> attacks.Budget:
+    """A checked budget as the functional attacks take it: a float, or a float64 array of one per dimension."""
+    return value if isinstance(value, float) else np.asarray(value, dtype=np.float64)
+
+
+def _warn_below_quantum(name: str, eps: float | tuple[float, ...], domain: Domain) -> None:
+    """Warns when re-quantization rounds away every change of size ``eps`` (of any positive ``eps[d]``)."""
+    if not domain.integer:
+        return
+    half = domain.quantum / 2
+    grey = " grey level" if domain.pixels else ""
+    if isinstance(eps, float):
+        if not 0.0 < eps < half:
+            return
+        erased, lost = f"eps={eps} is", "every perturbation away, so the agent sees clean observations"
+    else:
+        small = [f"eps[{i}]={e}" for i, e in enumerate(eps) if 0.0 < e < half]
+        if not small:
+            return
+        erased = f"{', '.join(small)} {'is' if len(small) == 1 else 'are'}"
+        lost = "the perturbation of those dimensions away, so the agent sees them clean"
+    warnings.warn(
+        f"{name}: {erased} below half a{grey} quantum ({half:.6g}) of the integer observation space:"
+        f" re-quantization rounds {lost}",
+        UserWarning,
+        stacklevel=6,
+    )
 
 
 @dataclass(kw_only=True)
@@ -315,18 +349,20 @@ class FGSMPerturbation(AttackPerturbation):
     action, clamped to the space (torchattacks' FGSM, untargeted). See :mod:`rlwrappers.wrappers.adversarial`.
 
     Args:
-        eps: the perturbation's L-inf size, in [0, 1] pixel scale for images, observation units otherwise.
+        eps: the perturbation's L-inf size, in [0, 1] pixel scale for images, observation units otherwise: a
+            number, or one per observation dimension (``eps[d] = k * sigma[d]`` sizes it in standard deviations).
         quantize: round the attacked observation back to an integer space's levels (keeping its dtype); if
             False, integer observations are delivered as float32, unrounded (the space becomes float32).
     """
 
     name = "fgsm"
+    budgets = ("eps",)
 
-    eps: float = 0.01
+    eps: float | tuple[float, ...] = 0.01
     quantize: bool = True
 
     def __post_init__(self) -> None:
-        self.eps = attacks.check_eps("eps", self.eps)
+        self.eps = _check_budget("eps", self.eps)
         super().__post_init__()
 
     @override
@@ -336,7 +372,7 @@ class FGSMPerturbation(AttackPerturbation):
     @override
     def perturb(self, z: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         low, high = self.domain.bounds()
-        return attacks.fgsm(self.scores, z, self.eps, low, high)
+        return attacks.fgsm(self.scores, z, _as_budget(self.eps), low, high)
 
 
 @dataclass(kw_only=True)
@@ -349,8 +385,9 @@ class PGDPerturbation(AttackPerturbation):
     from the layer's seeded generator.
 
     Args:
-        eps: the ball's radius, in [0, 1] pixel scale for images, observation units otherwise.
-        alpha: the step of each iteration (default: eps / 4).
+        eps: the ball's radius, in [0, 1] pixel scale for images, observation units otherwise: a number, or one
+            per observation dimension (the box ``[obs - eps, obs + eps]``).
+        alpha: the step of each iteration, a number or one per observation dimension (default: eps / 4).
         steps: the number of iterations.
         random_start: start from a uniform point in the ball.
         quantize: round the attacked observation back to an integer space's levels (keeping its dtype); if
@@ -359,17 +396,18 @@ class PGDPerturbation(AttackPerturbation):
 
     name = "pgd"
     continuous = True
+    budgets = ("eps", "alpha")
 
-    eps: float = 0.01
-    alpha: float | None = None
+    eps: float | tuple[float, ...] = 0.01
+    alpha: float | tuple[float, ...] | None = None
     steps: int = 10
     random_start: bool = True
     quantize: bool = True
 
     def __post_init__(self) -> None:
-        self.eps = attacks.check_eps("eps", self.eps)
+        self.eps = _check_budget("eps", self.eps)
         if self.alpha is not None:
-            self.alpha = attacks.check_eps("alpha", self.alpha)
+            self.alpha = _check_budget("alpha", self.alpha)
         self.steps = _check.integer("steps", self.steps, minimum=1)
         if not isinstance(self.random_start, bool):
             raise InvalidArgument(f"`random_start` must be a bool, received {self.random_start!r}")
@@ -391,14 +429,15 @@ class PGDPerturbation(AttackPerturbation):
     @override
     def perturb(self, z: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         low, high = self.domain.bounds()
-        alpha = self.eps / 4 if self.alpha is None else self.alpha
+        eps = _as_budget(self.eps)
+        alpha = eps / 4 if self.alpha is None else _as_budget(self.alpha)
         start = rng if self.random_start else None
         if isinstance(self._action_space, gym.spaces.Box):
             torch = require("torch")
             with torch.no_grad():
                 clean = self.scores(z)
-            return attacks.pgd(self.scores, z, self.eps, alpha, self.steps, low, high, start, clean, _distance)
-        return attacks.pgd(self.scores, z, self.eps, alpha, self.steps, low, high, start)
+            return attacks.pgd(self.scores, z, eps, alpha, self.steps, low, high, start, clean, _distance)
+        return attacks.pgd(self.scores, z, eps, alpha, self.steps, low, high, start)
 
 
 def _distance(action: torch.Tensor, clean: torch.Tensor) -> torch.Tensor:
@@ -466,7 +505,7 @@ class FGSM(SingleLayer):
     def __init__(
         self,
         env: gym.Env[Any, Any],
-        eps: float = 0.01,
+        eps: float | tuple[float, ...] = 0.01,
         quantize: bool = True,
         *,
         agent: Any = None,
@@ -501,8 +540,8 @@ class PGD(SingleLayer):
     def __init__(
         self,
         env: gym.Env[Any, Any],
-        eps: float = 0.01,
-        alpha: float | None = None,
+        eps: float | tuple[float, ...] = 0.01,
+        alpha: float | tuple[float, ...] | None = None,
         steps: int = 10,
         random_start: bool = True,
         quantize: bool = True,
