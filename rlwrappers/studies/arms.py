@@ -2,16 +2,23 @@
 
 :func:`run` plays one (agent, shift, seed) for the evaluation's episodes and writes its log with a
 :class:`~rlwrappers.logs.Recorder`; the study runner (:mod:`rlwrappers.studies.run`) calls it in each worker.
+The run itself is :func:`play`, a coroutine that asks its driver for each action, so that
+:mod:`rlwrappers.studies.batched` can step many runs together and ask the agent for all their actions at once.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import time
+from collections.abc import Generator
+from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
+import numpy as np
 
 from rlwrappers import agents as agents_module
 from rlwrappers.core import attach, wrap
@@ -20,7 +27,7 @@ from rlwrappers.studies.design import RunSpec, Settings, Stack, agent_generator,
 from rlwrappers.wrappers.atari import LivesAsEpisodes
 from rlwrappers.zoo import load_agent
 
-__all__ = ["make_env", "resolve_agent", "run"]
+__all__ = ["Play", "Request", "make_env", "play", "resolve_agent", "run"]
 
 #: The agents each worker process has loaded, by source and mode: a name or path is loaded once per process.
 _WORKER_AGENTS: dict[str, agents_module.Agent] = {}
@@ -74,11 +81,33 @@ def make_env(
     return env, lives
 
 
-def run(spec: RunSpec, agent: Any, settings: Settings, root: str, stack: Stack = Stack()) -> dict[str, Any]:
-    """Runs one (agent, shift, seed) and writes its log; returns its index row."""
+@dataclass(frozen=True)
+class Request:
+    """What a run asks of its driver at each step: ``actor``'s action for ``obs`` (one observation), from ``rng``."""
+
+    actor: agents_module.Agent
+    obs: Any
+    rng: np.random.Generator
+
+
+#: A run as a coroutine: it yields a :class:`Request` per step, is sent the action, and returns its index row.
+Play = Generator[Request, Any, dict[str, Any]]
+
+
+def play(
+    spec: RunSpec, agent: Any, settings: Settings, root: str, stack: Stack = Stack(), *, private: bool = False
+) -> Play:
+    """One (agent, shift, seed) as a coroutine that writes its log: the driver decides how actions are computed.
+
+    :func:`run` drives it with one network pass per step; :mod:`rlwrappers.studies.batched` drives many at once.
+    ``private`` gives the run its own copy of the agent (for perturbations that change it, when other runs act
+    with the same agent meanwhile). Closing the coroutine early closes its log, as an interrupted run does.
+    """
     start = time.time()
     env, lives = make_env(settings, spec.shift, stack, first_episode=spec.first_episode)
     actor = resolve_agent(agent, settings, env)
+    if private:
+        actor = copy.deepcopy(actor)
     agents_module.check_compatible(actor, env)
     path = Path(root) / spec.path
     metadata = {
@@ -100,12 +129,23 @@ def run(spec: RunSpec, agent: Any, settings: Settings, root: str, stack: Stack =
             obs, _ = recorder.reset(seed=seed)
             rng = agent_generator(spec.seed, episode)
             total, done = 0.0, False
-            act = actor.act
             while not done:
-                obs, reward, terminated, truncated, _ = recorder.step(act(obs[None], rng)[0])
+                action = yield Request(actor, obs, rng)
+                obs, reward, terminated, truncated, _ = recorder.step(action)
                 total += float(reward)
                 done = terminated or truncated
             returns.append(total)
     finally:
         recorder.close()
     return index_row(spec, returns, time.time() - start)
+
+
+def run(spec: RunSpec, agent: Any, settings: Settings, root: str, stack: Stack = Stack()) -> dict[str, Any]:
+    """Runs one (agent, shift, seed) and writes its log; returns its index row."""
+    with closing(play(spec, agent, settings, root, stack)) as steps:
+        try:
+            request = next(steps)
+            while True:
+                request = steps.send(request.actor.act(request.obs[None], request.rng)[0])
+        except StopIteration as finished:
+            return cast(dict[str, Any], finished.value)

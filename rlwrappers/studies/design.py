@@ -294,21 +294,27 @@ class Timing:
 
 @dataclass(frozen=True)
 class Execution:
-    """Where and how the runs go; none of it changes a result.
+    """Where and how the runs go; none of it changes a result, except ``exact=False``, which says how.
 
     Args:
         backend: "local" (worker processes) or "ray" (the ``ray`` extra).
-        workers: parallel runs (default: the number of CPU cores).
+        workers: parallel processes (default: the number of CPU cores).
         start_method: how local workers start: "fork" (the default where the platform has it: agents and
             wrappers reach the workers without pickling, lambdas and closures included), "spawn" or
             "forkserver" (agents and wrappers are pickled; one that cannot be raises before any run).
         progress: show a progress bar.
+        batch: runs each process steps together (:mod:`rlwrappers.studies.batched`); 1 plays them one by one.
+        exact: with ``batch`` > 1, give each run its own network pass per step, so the logs equal those of
+            ``batch=1`` bit for bit; False asks each agent for a whole batch's actions in one pass, which is
+            faster and may differ in the last bits of a float, and so, now and then, in a trajectory.
     """
 
     backend: str = "local"
     workers: int | None = None
     start_method: str | None = None
     progress: bool = True
+    batch: int = 1
+    exact: bool = True
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -320,6 +326,11 @@ class Execution:
         if self.start_method is not None and self.start_method not in methods:
             raise InvalidArgument(f"`start_method` must be one of {methods}, received {self.start_method!r}")
         _check_bool("progress", self.progress)
+        if not isinstance(self.batch, int) or isinstance(self.batch, bool) or self.batch < 1:
+            raise InvalidArgument(f"`batch` must be an int >= 1, received {self.batch!r}")
+        _check_bool("exact", self.exact)
+        if not self.exact and self.batch == 1:
+            raise InvalidArgument("`exact=False` batches network passes, so it needs `batch` > 1; received batch=1")
 
     @property
     def processes(self) -> int:

@@ -31,7 +31,7 @@ import sys
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import closing
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ from rlwrappers.error import InvalidArgument, InvalidType, LogError
 from rlwrappers.logs.lock import LOCK_FILE, FolderLock
 from rlwrappers.logs.reader import read_episodes, read_meta
 from rlwrappers.schedule import Schedule
-from rlwrappers.studies import arms, interrupts
+from rlwrappers.studies import arms, batched, interrupts
 from rlwrappers.studies.design import (
     BASELINE,
     INDEX_FILE,
@@ -95,10 +95,38 @@ def _start_worker(agents: dict[str, Any], settings: Settings, stack: Stack) -> N
     _WORKER.update(agents=agents, settings=settings, stack=stack)
 
 
-def _run_in_worker(spec: RunSpec, root: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Job:
+    """Runs one worker plays in one go: one by one, or ``batch`` at a time (:mod:`rlwrappers.studies.batched`)."""
+
+    specs: tuple[RunSpec, ...]
+    batch: int = 1
+    exact: bool = True
+
+
+def _jobs(todo: list[RunSpec], workers: int, execution: Execution) -> list[_Job]:
+    """The jobs workers take: single runs, or groups of runs batched together, a few per worker."""
+    if execution.batch == 1:
+        return [_Job((spec,)) for spec in todo]
+    size = len(todo) if workers == 1 else max(execution.batch, -(-len(todo) // (4 * workers)))
+    return [_Job(tuple(todo[i : i + size]), execution.batch, execution.exact) for i in range(0, len(todo), size)]
+
+
+def _run_job(
+    job: _Job, agents: Mapping[str, Any], settings: Settings, root: str, stack: Stack
+) -> Iterator[dict[str, Any]]:
+    """Plays a job's runs; yields each index row as its run finishes."""
+    if job.batch == 1:
+        for spec in job.specs:
+            yield run_one(spec, agents[spec.agent], settings, root, stack)
+        return
+    yield from batched.run_batched(job.specs, agents, settings, root, stack, slots=job.batch, exact=job.exact)
+
+
+def _run_in_worker(job: _Job, root: str) -> list[dict[str, Any]]:
     if interrupts.stopping():
         raise KeyboardInterrupt("the study is stopping")
-    return run_one(spec, _WORKER["agents"][spec.agent], _WORKER["settings"], root, _WORKER["stack"])
+    return list(_run_job(job, _WORKER["agents"], _WORKER["settings"], root, _WORKER["stack"]))
 
 
 def check_picklable(agents: Mapping[str, Any], stack: Stack, execution: Execution) -> None:
@@ -125,23 +153,24 @@ def _execute(
     if not todo:
         return
     workers = min(execution.processes, len(todo))
+    jobs = _jobs(todo, workers, execution)
     if execution.backend == "ray":
-        yield from _execute_ray(todo, agents, settings, root, stack, workers)
+        yield from _execute_ray(jobs, agents, settings, root, stack, workers)
         return
     if workers == 1:
-        for spec in todo:
-            yield run_one(spec, agents[spec.agent], settings, str(root), stack)
+        for job in jobs:
+            yield from _run_job(job, agents, settings, str(root), stack)
         return
     others = set(multiprocessing.active_children())
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=execution.context, initializer=_start_worker, initargs=(agents, settings, stack)
     )
     try:
-        pending: set[Future[dict[str, Any]]] = {pool.submit(_run_in_worker, spec, str(root)) for spec in todo}
+        pending: set[Future[list[dict[str, Any]]]] = {pool.submit(_run_in_worker, job, str(root)) for job in jobs}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                yield future.result()
+                yield from future.result()
     except Exception:  # a run failed: the runs in progress finish, no other starts
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -154,7 +183,7 @@ def _execute(
 
 
 def _execute_ray(
-    todo: list[RunSpec],
+    todo: list[_Job],
     agents: dict[str, Any],
     settings: Settings,
     root: Path,
@@ -168,11 +197,11 @@ def _execute_ray(
     pending: list[Any] = []
     try:
         remote = ray.remote(num_cpus=1)(_run_on_ray)
-        agent_refs = {name: ray.put(a) for name, a in agents.items()}
-        pending = [remote.remote(spec, agent_refs[spec.agent], settings, str(root), stack) for spec in todo]
+        agents_ref = ray.put(agents)
+        pending = [remote.remote(job, agents_ref, settings, str(root), stack) for job in todo]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
-            yield ray.get(done[0])
+            yield from ray.get(done[0])
     except BaseException:  # the runs in progress stop with their logs closed, before Ray shuts down
         for ref in pending:
             ray.cancel(ref)
@@ -183,9 +212,9 @@ def _execute_ray(
             ray.shutdown()
 
 
-def _run_on_ray(spec: RunSpec, agent: Any, settings: Settings, root: str, stack: Stack) -> dict[str, Any]:
+def _run_on_ray(job: _Job, agents: dict[str, Any], settings: Settings, root: str, stack: Stack) -> list[dict[str, Any]]:
     _single_threaded_torch()
-    return run_one(spec, agent, settings, root, stack)
+    return list(_run_job(job, agents, settings, root, stack))
 
 
 def _finished_row(
@@ -278,6 +307,11 @@ def evaluate(
     parallel = is_parallel(env_id)
     if outside is not None and not parallel:
         raise InvalidArgument(f"`outside` applies to PettingZoo parallel envs only, and {env_id!r} is not one")
+    if parallel and execution.batch > 1:
+        raise InvalidArgument(
+            f"`execution.batch` > 1 steps Gymnasium envs together, and {env_id!r} is a PettingZoo parallel env;"
+            f" use batch=1, received batch={execution.batch}"
+        )
     if outside is not None and not isinstance(outside, Mapping):
         raise InvalidType(f"`outside` must map group names to teams, received {outside!r}")
     if parallel:
