@@ -1,0 +1,335 @@
+"""Severity ladders: versioned families of shift, each at levels 1 (barely noticeable) to 5 (severe), per env.
+
+A robustness card grades an agent under each family of shift at five levels. A ladder fixes those levels for
+one env, in a file shipped with the package (``rlwrappers/ladders/<version>/<env id, "/" as "-">.json``), so
+that cards made with one version compare. :func:`ladder` reads one, :meth:`Ladder.arms` lists its arms (one
+per family, sub-family and level, each a list of perturbation entry dicts that
+:meth:`rlwrappers.core.Entry.parse` reads), and :attr:`Ladder.random_return` is the uniform-random policy's mean
+return, the zero of :func:`rlwrappers.metrics.card.impact`. The files are made by
+:func:`rlwrappers.ladders.calibration.calibrate` (``scripts/calibrate_ladders.py`` rewrites them all), and a test
+checks that they equal what it makes now, byte for byte.
+
+Version ``card-v1`` (:data:`LADDER`) has ladders for CartPole-v1, Pendulum-v1, Hopper-v5 and
+rlwrappers/Catch-v0. Its constants live in :mod:`rlwrappers.ladders.definition`.
+
+**Calibration.** A uniform-random policy plays 10,000 steps: ``action_space.seed(0)``, and episode ``i`` (from
+0) resets with ``seed=i``. ``sigma_d`` is each observation dimension's standard deviation over every observation
+seen (those after each reset included), ``state_sigma_d`` the same of the simulator's state vector (what
+``init_noise`` perturbs: :func:`rlwrappers.state.simulators.simulator`'s ``get_state()``), both to six
+significant digits; ``random_return`` is the mean return over the episodes that ended within the 10,000 steps
+(to six significant digits). Products ``k * sigma_d`` are kept to ten significant digits.
+
+**Vector envs** (float observations), level 1 to 5:
+
+=================  ========================================================  =========================================
+family             entry                                                     levels
+=================  ========================================================  =========================================
+obs_noise          ``obs_noise(std=[k * sigma_d, ...])``                     k = 0.05, 0.1, 0.2, 0.4, 0.8
+action_noise       Discrete: ``action_noise(p=p)``                           p = 0.02, 0.05, 0.1, 0.2, 0.4
+action_noise       Box: ``action_noise(std=[k * (high_d - low_d), ...])``    k = 0.02, 0.05, 0.1, 0.2, 0.4
+sticky_action      ``sticky_action(p=p)``                                    p = 0.05, 0.1, 0.25, 0.5, 0.75
+init_noise         ``init_noise(std=[k * state_sigma_d, ...])``              k = 0.1, 0.25, 0.5, 1.0, 2.0
+dynamics           ``dynamics_shift(values={key: uniform(a_l, b_l)},         l = 1 .. 5 (see below)
+                   resample="episode")``
+param_noise        ``param_noise(std=s)``                                    s = 0.002, 0.005, 0.01, 0.02, 0.05
+attack             Discrete: ``fgsm(eps=[k * sigma_d, ...])``                k = 0.01, 0.03, 0.1, 0.3, 1.0
+attack             Box: ``pgd(eps=[k * sigma_d, ...], steps=10)``            k = 0.01, 0.03, 0.1, 0.3, 1.0
+=================  ========================================================  =========================================
+
+The dynamics family draws every parameter of the env's largest uncertainty set
+(:func:`rlwrappers.uncertainty.uncertainty_set`: CartPole:3, Pendulum:2, Hopper:3) anew each episode. With
+nominal value ``n`` (read from a fresh env) and range ``[lo, hi]``, the hull ``lo' = min(lo, n)``,
+``hi' = max(hi, n)`` holds the nominal value (Hopper's torso and thigh masses lie above M2TD3's boxes), and
+level ``l`` draws uniformly from ``[n * (lo' / n) ** (l / 5), n * (hi' / n) ** (l / 5)]``: the box grows
+geometrically from the nominal value and is the hull at level 5 (written exactly). Where ``n <= 0`` or
+``lo' <= 0`` the geometric form is undefined and the linear one is used, ``[n + (lo' - n) * l / 5,
+n + (hi' - n) * l / 5]`` (no card-v1 env needs it). A parameter whose range is the nominal value alone is set
+to it.
+
+**Image envs** (uint8 frames): no init_noise and no dynamics family (absent from the file).
+
+=====================  =======================================================  ===================================
+family                 entry                                                    levels
+=====================  =======================================================  ===================================
+obs_noise              ``obs_noise(std=s)``, in grey levels                     s = 2, 4, 8, 16, 32
+action_noise           ``action_noise(p=p)`` (Discrete actions)                 p = 0.02, 0.05, 0.1, 0.2, 0.4
+sticky_action          ``sticky_action(p=p)``                                   p = 0.05, 0.1, 0.25, 0.5, 0.75
+param_noise            ``param_noise(std=s)``                                   s = 0.002, 0.005, 0.01, 0.02, 0.05
+attack                 ``fgsm(eps=1/255, when="prob(p=P)")``: one grey level    P = 0.01, 0.03, 0.1, 0.3, 1.0
+                       on a share P of the steps
+corruptions            brightness_contrast ``(alpha, beta)``                    (1.2, 20), (1.5, 25), (1.8, 30),
+                                                                                (2.1, 35), (2.4, 40)
+corruptions            median_blur ``k``                                        3, 3, 5, 5, 5
+corruptions            rotate ``degrees``                                       1.4, 2.3, 3.2, 4.1, 5.0
+corruptions            translate ``(ti, tj)``                                   (0, 1), (1, 1), (1, 2), (2, 2), (2, 2)
+corruptions            perspective ``norm``                                     1.0, 1.5, 2.0, 2.5, 3.0
+corruptions            jpeg ``quality``                                         90, 70, 50, 30, 10
+=====================  =======================================================  ===================================
+
+The corruptions span the values of Table 1 of seed 004 (Korkmaz 2023, *Assessing Deep Reinforcement Learning
+Policies via Natural Corruptions at the Edge of Imperceptibility*): level 1 is the table's mildest value, at the
+edge of imperceptibility by the paper's account, level 5 its top, and levels 2 to 4 lie evenly between.
+Whole-pixel parameters are rounded to the nearest value they take (halves up), and Table 1's range holds fewer
+than five of them, so median_blur (kernels 3 and 5) and translate (shifts [0, 1] to [2, 2]) repeat levels.
+Brightness follows the table's brightening pairs (gain 1.2 to 2.4, offset 20 to 40; its darkening offsets of
+-260 and -275 are left out, so that both parameters grow with the level). Table 1 gives no JPEG quality: the
+levels span 90 to 10, the range ``rw.sweep``'s default JPEG sweep covers.
+
+**Recovery.** The level-4 observation noise, switched on for steps ``start <= t < stop`` of each episode
+(``window(start=S, stop=E, unit="step")``); ``window`` and ``horizon`` are those of
+:func:`rlwrappers.metrics.card.recovery_time`: CartPole-v1 100, 150, 20, 200; Pendulum-v1 50, 100, 10, 100;
+Hopper-v5 200, 300, 20, 300; rlwrappers/Catch-v0 27, 45, 9, 45.
+
+Example:
+    >>> from rlwrappers.ladders import ladder
+    >>> cartpole = ladder("CartPole-v1")
+    >>> [arm.name for arm in cartpole.arms(["sticky_action"])]
+    ['sticky_action@1', 'sticky_action@2', 'sticky_action@3', 'sticky_action@4', 'sticky_action@5']
+    >>> cartpole.arms(["sticky_action"])[2].entries
+    [{'name': 'sticky_action', 'p': 0.25, 'duration': 1, 'when': 'always'}]
+    >>> cartpole.recovery.start, cartpole.recovery.stop
+    (100, 150)
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlwrappers.error import InvalidArgument, InvalidType, UnknownName, did_you_mean
+from rlwrappers.ladders.calibration import DIRECTORY, calibrate, file_name, to_json, write
+from rlwrappers.ladders.definition import CORRUPTIONS, FAMILIES, LADDER, LEVELS, Family
+
+__all__ = [
+    "CORRUPTIONS",
+    "FAMILIES",
+    "LADDER",
+    "LEVELS",
+    "Arm",
+    "Family",
+    "Ladder",
+    "Recovery",
+    "calibrate",
+    "file_name",
+    "ladder",
+    "ladders",
+    "to_json",
+    "versions",
+    "write",
+]
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of a card: a family (and sub-family) of shift at one level, and the entries that make it.
+
+    Attributes:
+        family: the family's name, a key of :data:`FAMILIES`.
+        sub_family: the sub-family's name (a key of :data:`CORRUPTIONS`), or None.
+        level: 1 (barely noticeable) to 5 (severe).
+        entries: the perturbation entry dicts, for :func:`rlwrappers.wrap` or an evaluation's shifts.
+    """
+
+    family: str
+    sub_family: str | None
+    level: int
+    entries: list[dict[str, Any]]
+
+    @property
+    def name(self) -> str:
+        """``family@level``, or ``family.sub_family@level``: e.g. ``obs_noise@3``, ``corruptions.rotate@2``."""
+        family = self.family if self.sub_family is None else f"{self.family}.{self.sub_family}"
+        return f"{family}@{self.level}"
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """The recovery test: a shift that acts for steps ``start <= t < stop`` of each episode, then ends.
+
+    ``window`` and ``horizon`` are :func:`rlwrappers.metrics.card.recovery_time`'s: the steps the trailing mean
+    reward must hold the clean band, and the steps after the shift within which recovery counts.
+    """
+
+    entries: list[dict[str, Any]]
+    start: int
+    stop: int
+    window: int
+    horizon: int
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """The severity ladder of one env, as its file holds it: see :mod:`rlwrappers.ladders`.
+
+    Attributes:
+        version: the ladder version, e.g. "card-v1".
+        env_id: the env's Gymnasium ID.
+        kind: "vector" (float observations) or "image" (uint8 frames).
+        calibration: how the scales and the random return were measured, and the measured scales.
+        random_return: the mean return of a uniform-random policy.
+        families: the families, by name, as the file holds them.
+        recovery: the recovery test.
+        interventions: state interventions of the card (none in card-v1).
+    """
+
+    version: str
+    env_id: str
+    kind: str
+    calibration: Mapping[str, Any]
+    random_return: float
+    families: Mapping[str, Any]
+    recovery: Recovery
+    interventions: tuple[Any, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Ladder:
+        """A ladder from the JSON form its file holds.
+
+        Raises:
+            InvalidArgument: a key is missing, or a family is not one of :data:`FAMILIES`.
+        """
+        required = ("ladder", "env_id", "kind", "calibration", "random_return", "families", "recovery")
+        missing = [key for key in required if key not in data]
+        if missing:
+            raise InvalidArgument(f"a ladder needs the keys {missing}, received keys {list(data)}")
+        unknown = [name for name in data["families"] if name not in FAMILIES]
+        if unknown:
+            raise InvalidArgument(f"a ladder's `families` must be among {list(FAMILIES)}, received {unknown}")
+        recovery = dict(data["recovery"])
+        return cls(
+            version=str(data["ladder"]),
+            env_id=str(data["env_id"]),
+            kind=str(data["kind"]),
+            calibration=copy.deepcopy(dict(data["calibration"])),
+            random_return=float(data["random_return"]),
+            families=copy.deepcopy(dict(data["families"])),
+            recovery=Recovery(
+                entries=copy.deepcopy(list(recovery["entries"])),
+                start=int(recovery["start"]),
+                stop=int(recovery["stop"]),
+                window=int(recovery["window"]),
+                horizon=int(recovery["horizon"]),
+            ),
+            interventions=tuple(copy.deepcopy(list(data.get("interventions", [])))),
+        )
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> Ladder:
+        """A ladder from its file."""
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+    def arms(self, families: str | Iterable[str] | None = None) -> list[Arm]:
+        """The arms of ``families`` (default: all), one per (family, sub-family, level).
+
+        Arms come in a fixed order: families in :data:`FAMILIES`' order (whatever order ``families`` gives),
+        sub-families in :data:`CORRUPTIONS`' order, levels 1 to 5. A family this env's ladder lacks (init_noise
+        and dynamics on image envs, corruptions on vector envs) gives no arms. Each arm holds its own copy of
+        the entries.
+
+        Raises:
+            UnknownName: ``families`` names a family that is not in :data:`FAMILIES`.
+            InvalidType: ``families`` is not a name or an iterable of names.
+        """
+        wanted = self._families(families)
+        out: list[Arm] = []
+        for name in FAMILIES:
+            if name not in wanted or name not in self.families:
+                continue
+            family = self.families[name]
+            if "sub_families" in family:
+                subs = family["sub_families"]
+                for sub in [s for s in CORRUPTIONS if s in subs] + [s for s in subs if s not in CORRUPTIONS]:
+                    out.extend(self._levels(name, sub, subs[sub]["levels"]))
+            else:
+                out.extend(self._levels(name, None, family["levels"]))
+        return out
+
+    @staticmethod
+    def _families(families: str | Iterable[str] | None) -> set[str]:
+        if families is None:
+            return set(FAMILIES)
+        if isinstance(families, str):
+            families = [families]
+        try:
+            names = list(families)
+        except TypeError:
+            raise InvalidType(f"`families` must be a family name or a list of them, received {families!r}") from None
+        for name in names:
+            if not isinstance(name, str):
+                raise InvalidType(f"`families` must hold family names, received {name!r} in {names!r}")
+            if name not in FAMILIES:
+                raise UnknownName(
+                    f"`families` holds {name!r}, which is not a family; families: {list(FAMILIES)}."
+                    + did_you_mean(name, FAMILIES)
+                )
+        return set(names)
+
+    @staticmethod
+    def _levels(family: str, sub_family: str | None, levels: list[list[dict[str, Any]]]) -> list[Arm]:
+        return [
+            Arm(family, sub_family, level, copy.deepcopy(entries))
+            for level, entries in zip(LEVELS, levels, strict=True)
+        ]
+
+
+def versions() -> list[str]:
+    """The ladder versions shipped with the package, sorted."""
+    return sorted(p.name for p in DIRECTORY.iterdir() if p.is_dir() and any(p.glob("*.json")))
+
+
+def _check_version(version: Any) -> str:
+    if not isinstance(version, str):
+        raise InvalidType(f"`version` must be a ladder version such as {LADDER!r}, received {version!r}")
+    known = versions()
+    if version not in known:
+        raise UnknownName(
+            f"`version` {version!r} is not a ladder version; versions: {known}." + did_you_mean(version, known)
+        )
+    return version
+
+
+@functools.cache
+def _read_all(version: str) -> dict[str, dict[str, Any]]:
+    """The JSON form of every ladder of ``version``, by env ID, read once."""
+    found = (json.loads(path.read_text(encoding="utf-8")) for path in sorted((DIRECTORY / version).glob("*.json")))
+    return {data["env_id"]: data for data in found}
+
+
+def ladders(version: str = LADDER) -> list[str]:
+    """The env IDs that ``version`` has a ladder for, sorted.
+
+    Raises:
+        UnknownName: no such version (with a suggestion).
+    """
+    return sorted(_read_all(_check_version(version)))
+
+
+def ladder(env_id: str, version: str = LADDER) -> Ladder:
+    """The severity ladder of ``env_id`` in ``version`` (default: the current one, :data:`LADDER`).
+
+    Example:
+        >>> catch = ladder("rlwrappers/Catch-v0")
+        >>> catch.kind, catch.random_return, len(catch.arms())
+        ('image', -6.05405, 55)
+        >>> [arm.entries[0]["degrees"] for arm in catch.arms("corruptions") if arm.sub_family == "rotate"]
+        [1.4, 2.3, 3.2, 4.1, 5.0]
+
+    Raises:
+        UnknownName: no such version, or the version has no ladder for ``env_id`` (with a suggestion).
+        InvalidType: ``env_id`` or ``version`` is not a string.
+    """
+    found = _read_all(_check_version(version))
+    if not isinstance(env_id, str):
+        raise InvalidType(f"`env_id` must be a Gymnasium ID such as 'CartPole-v1', received {env_id!r}")
+    if env_id not in found:
+        raise UnknownName(
+            f"`env_id` {env_id!r} has no {version} ladder; ladders exist for {sorted(found)}."
+            + did_you_mean(env_id, found)
+        )
+    return Ladder.from_dict(found[env_id])  # a copy: callers cannot change the ladder others read

@@ -1,0 +1,181 @@
+"""The constants of ladder version card-v1: families, their severity levels, the calibration and recovery settings.
+
+:mod:`rlwrappers.ladders` documents them as one table; :mod:`rlwrappers.ladders.calibration` turns them into the
+shipped files. Each tuple holds one value per level, 1 (barely noticeable) to 5 (severe).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "ACTION_NOISE_P",
+    "ACTION_NOISE_RANGE_K",
+    "ATTACK_K",
+    "ATTACK_STEPS",
+    "BRIGHTNESS_ALPHA",
+    "BRIGHTNESS_BETA",
+    "CALIBRATION_POLICY",
+    "CALIBRATION_SEED",
+    "CALIBRATION_STEPS",
+    "CORRUPTIONS",
+    "ENVS",
+    "FAMILIES",
+    "IMAGE_ATTACK_EPS",
+    "IMAGE_ATTACK_P",
+    "IMAGE_OBS_NOISE_STD",
+    "INIT_NOISE_K",
+    "JPEG_QUALITY",
+    "LADDER",
+    "LEVELS",
+    "MEDIAN_BLUR_K",
+    "OBS_NOISE_K",
+    "PARAM_NOISE_STD",
+    "PERSPECTIVE_NORM",
+    "RECOVERY",
+    "RECOVERY_LEVEL",
+    "REPEATED_LEVELS",
+    "ROTATE_DEGREES",
+    "STICKY_P",
+    "TRANSLATE_TI",
+    "TRANSLATE_TJ",
+    "Family",
+    "RecoveryWindow",
+]
+
+#: The ladder version: files, tables and scores made with one version compare with each other only.
+LADDER: Final = "card-v1"
+#: The severity levels, mildest first.
+LEVELS: Final = (1, 2, 3, 4, 5)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of shift: its title, and the unit of its levels' numbers by the kind of env.
+
+    ``units`` is keyed by the observation kind (``"vector"``, ``"image"``) for most families, and by the action
+    kind (``"discrete"``, ``"box"``) for action noise; a kind it lacks is one the family does not apply to.
+    """
+
+    title: str
+    units: Mapping[str, str]
+
+
+#: The families of shift, in the order a card lists them.
+FAMILIES: Final[Mapping[str, Family]] = {
+    "obs_noise": Family(
+        "Observation noise",
+        {
+            "vector": "Gaussian std k * sigma_d, in standard deviations of each observation dimension",
+            "image": "Gaussian std in grey levels",
+        },
+    ),
+    "action_noise": Family(
+        "Action noise",
+        {
+            "discrete": "probability of a uniformly random action",
+            "box": "Gaussian std k * (high_d - low_d), in shares of each action dimension's range",
+        },
+    ),
+    "sticky_action": Family(
+        "Sticky actions",
+        {
+            "vector": "probability that the previous action repeats",
+            "image": "probability that the previous action repeats",
+        },
+    ),
+    "init_noise": Family(
+        "Initial-state noise",
+        {"vector": "Gaussian std k * state_sigma_d, in standard deviations of each simulator state dimension"},
+    ),
+    "dynamics": Family(
+        "Dynamics shift",
+        {"vector": "a box drawn from per episode, l/5 of the way (geometrically) from nominal to the set's hull"},
+    ),
+    "param_noise": Family(
+        "Parameter noise",
+        {"vector": "Gaussian std in the weights' units", "image": "Gaussian std in the weights' units"},
+    ),
+    "attack": Family(
+        "Adversarial attack",
+        {
+            "vector": "L-inf budget k * sigma_d, in standard deviations of each observation dimension",
+            "image": "share of steps attacked by FGSM at one grey level",
+        },
+    ),
+    "corruptions": Family("Natural corruptions", {"image": "seed 004's Table 1 parameters (Korkmaz 2023)"}),
+}
+
+#: The corruptions family's sub-families, in order.
+CORRUPTIONS: Final[Mapping[str, Family]] = {
+    "brightness_contrast": Family("Brightness and contrast", {"image": "gain alpha and offset beta in grey levels"}),
+    "median_blur": Family("Median blur", {"image": "kernel size k in pixels"}),
+    "rotate": Family("Rotation", {"image": "degrees"}),
+    "translate": Family("Shift", {"image": "whole pixels ti along x and tj along y"}),
+    "perspective": Family("Perspective transformation", {"image": "largest corner displacement in pixels"}),
+    "jpeg": Family("JPEG compression", {"image": "JPEG quality (falls as the level rises)"}),
+}
+
+#: The envs card-v1 has a ladder for, in order.
+ENVS: Final = ("CartPole-v1", "Pendulum-v1", "Hopper-v5", "rlwrappers/Catch-v0")
+
+# Calibration: a uniform-random policy for a fixed number of steps.
+CALIBRATION_POLICY: Final = "uniform-random"
+CALIBRATION_STEPS: Final = 10_000
+#: ``action_space.seed(CALIBRATION_SEED)``; episode ``i`` (from 0) resets with ``seed=CALIBRATION_SEED + i``.
+CALIBRATION_SEED: Final = 0
+
+# Vector envs: multipliers of a measured scale.
+OBS_NOISE_K: Final = (0.05, 0.1, 0.2, 0.4, 0.8)
+ACTION_NOISE_P: Final = (0.02, 0.05, 0.1, 0.2, 0.4)
+ACTION_NOISE_RANGE_K: Final = (0.02, 0.05, 0.1, 0.2, 0.4)
+STICKY_P: Final = (0.05, 0.1, 0.25, 0.5, 0.75)
+INIT_NOISE_K: Final = (0.1, 0.25, 0.5, 1.0, 2.0)
+PARAM_NOISE_STD: Final = (0.002, 0.005, 0.01, 0.02, 0.05)
+ATTACK_K: Final = (0.01, 0.03, 0.1, 0.3, 1.0)
+#: PGD's iterations (Box actions).
+ATTACK_STEPS: Final = 10
+
+# Image envs.
+IMAGE_OBS_NOISE_STD: Final = (2.0, 4.0, 8.0, 16.0, 32.0)
+#: One grey level in FGSM's [0, 1] pixel scale.
+IMAGE_ATTACK_EPS: Final = 1 / 255
+IMAGE_ATTACK_P: Final = (0.01, 0.03, 0.1, 0.3, 1.0)
+# The corruptions: Table 1 of seed 004 (Korkmaz 2023), level 1 at its mildest value, level 5 at its top, levels
+# evenly between (whole-pixel parameters rounded to the nearest value they take, halves up).
+BRIGHTNESS_ALPHA: Final = (1.2, 1.5, 1.8, 2.1, 2.4)
+BRIGHTNESS_BETA: Final = (20.0, 25.0, 30.0, 35.0, 40.0)
+MEDIAN_BLUR_K: Final = (3, 3, 5, 5, 5)
+ROTATE_DEGREES: Final = (1.4, 2.3, 3.2, 4.1, 5.0)
+TRANSLATE_TI: Final = (0, 1, 1, 2, 2)
+TRANSLATE_TJ: Final = (1, 1, 2, 2, 2)
+PERSPECTIVE_NORM: Final = (1.0, 1.5, 2.0, 2.5, 3.0)
+JPEG_QUALITY: Final = (90, 70, 50, 30, 10)
+#: The sub-families whose whole-pixel parameters take fewer than five values in Table 1's range: some levels repeat.
+REPEATED_LEVELS: Final = frozenset({"median_blur", "translate"})
+
+
+@dataclass(frozen=True)
+class RecoveryWindow:
+    """When the recovery shift acts (steps ``start <= t < stop`` of each episode) and how recovery is measured.
+
+    ``window`` and ``horizon`` are :func:`rlwrappers.metrics.card.recovery_time`'s: the steps the trailing mean
+    reward must hold the clean band, and the steps after the shift within which recovery counts.
+    """
+
+    start: int
+    stop: int
+    window: int
+    horizon: int
+
+
+#: The recovery test: the observation-noise shift of this level, switched on for a window of each episode.
+RECOVERY_LEVEL: Final = 4
+RECOVERY: Final[Mapping[str, RecoveryWindow]] = {
+    "CartPole-v1": RecoveryWindow(100, 150, 20, 200),
+    "Pendulum-v1": RecoveryWindow(50, 100, 10, 100),
+    "Hopper-v5": RecoveryWindow(200, 300, 20, 300),
+    "rlwrappers/Catch-v0": RecoveryWindow(27, 45, 9, 45),
+}
