@@ -36,7 +36,7 @@ from rlwrappers.studies.sweep import SWEEPS
 
 __all__ = ["main"]
 
-_PARTS = ("ids", "perturbations", "schedules", "agents", "teams", "sets")
+_PARTS = ("ids", "perturbations", "schedules", "agents", "teams", "sets", "ladders")
 
 #: What ``rlwrappers demo`` runs.
 DEMO_AGENT = "ppo-CartPole-v1"
@@ -100,18 +100,31 @@ def _list(parts: Sequence[str]) -> None:
             clean = [entry["returns"]["clean"]["mean"] for entry in card["seeds"].values()]
             trained = card["trained_under"] or "clean env"
             print(f"  {name:<32} seeds {seeds:<6} trained on {trained}; clean return {sum(clean) / len(clean):.1f}")
-    if "sets" in parts:
-        _list_sets()
-    if "teams" in parts:
-        from rlwrappers.zoo import teams
+    for part, show in (("sets", _list_sets), ("teams", _list_teams), ("ladders", _list_ladders)):
+        if part in parts:
+            show()
 
-        print("Teams (`--agent NAME` or `--outside GROUP=NAME` with a PettingZoo env; rw.zoo.load_team(NAME)):")
-        for name, card in teams.cards().items():
-            returns = card["returns"]
-            print(
-                f"  {name:<32} {card['env']}, seed {card['seed']}; team return {returns['trained']['mean']:.1f}"
-                f" (untrained {returns['untrained']['mean']:.1f})"
-            )
+
+def _list_teams() -> None:
+    from rlwrappers.zoo import teams
+
+    print("Teams (`--agent NAME` or `--outside GROUP=NAME` with a PettingZoo env; rw.zoo.load_team(NAME)):")
+    for name, card in teams.cards().items():
+        returns = card["returns"]
+        print(
+            f"  {name:<32} {card['env']}, seed {card['seed']}; team return {returns['trained']['mean']:.1f}"
+            f" (untrained {returns['untrained']['mean']:.1f})"
+        )
+
+
+def _list_ladders() -> None:
+    from rlwrappers import ladders
+
+    print(f"Severity ladders ({ladders.LADDER}; `rlwrappers card --env ID`), each env's families:")
+    for env_id in ladders.ladders():
+        ladder = ladders.ladder(env_id)
+        families = ", ".join(ladder.families)
+        print(f"  {env_id:<24} {families}; random policy's return {ladder.random_return:g}")
 
 
 def _list_sets() -> None:
@@ -339,6 +352,46 @@ def _worst_case(args: argparse.Namespace) -> int:
     print(f"{len(result.points)} points; mean over the set {result.set_mean:.2f}; nominal env {result.nominal:.2f}.")
     if not args.no_report:
         print(f"Report: {write_worst_case_report(result, Path(args.out) / 'report').resolve()}")
+    return 0
+
+
+def _card(args: argparse.Namespace) -> int:
+    from rlwrappers.report.card import write_robustness_leaderboard
+
+    if args.compare:
+        if args.env is not None or args.agent is not None:
+            raise InvalidArgument("--compare ranks finished cards; it takes no --env or --agent")
+        out = Path(args.out)
+        path = write_robustness_leaderboard(args.compare, out)
+        print(f"Leaderboard of {len(args.compare)} cards: {path.resolve()}")
+        return 0
+    if args.env is None or args.agent is None:
+        raise InvalidArgument("`rlwrappers card` needs --env and --agent (or --compare DIR ...)")
+    from rlwrappers.studies.robustness_card import robustness_card
+
+    families = args.families.split(",") if args.families else None
+    record = robustness_card(
+        args.agent,
+        args.env,
+        out=args.out,
+        families=families,
+        seeds=args.seeds,
+        episodes=args.episodes,
+        mode=args.mode,
+        reps=args.reps,
+        batch=args.batch,
+        workers=args.workers,
+        backend=args.backend,
+        progress=not args.quiet,
+    )
+    stars = record["overall"]["stars"]
+    rating = f"{stars}/5" if stars is not None else "not rated (a subset of families, or no better than random)"
+    print(f"Robustness of {args.agent} on {args.env} ({record['ladder']}): {rating}")
+    for family in record["families"]:
+        area = "n/a" if family["ausc"] is None else f"{family['ausc']:.3f}"
+        stars = family["stars"] or "-"
+        print(f"  {family['name']:<14} AUSC {area:>6}  stars {stars}  tolerated level {family['tolerated']}")
+    print(f"Card: {(Path(args.out) / 'card.html').resolve()}")
     return 0
 
 
@@ -745,6 +798,35 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     worst.add_argument("--no-report", action="store_true", help="skip the HTML report")
     worst.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    card = commands.add_parser(
+        "card",
+        help="a robustness card: an agent under every family of shift of a versioned severity ladder, rated",
+        description=textwrap.dedent(
+            """\
+            Plays the agent on the env under each family of shift of the env's severity ladder (rlwrappers list
+            ladders), at levels 1 to 5, with a clean arm of the same seeds and episodes, and a shift that ends
+            mid-episode for recovery; all runs go in batches. Writes card.json, card.html (one self-contained
+            page), badge.svg and runs/ (the evaluation's logs; an interrupted card resumes). --compare DIR ...
+            ranks finished cards of one env and ladder version in leaderboard.html instead."""
+        ),
+        formatter_class=raw,
+    )
+    card.add_argument("--env", help="an env with a ladder, e.g. CartPole-v1")
+    card.add_argument("--agent", help="a zoo name (NAME or NAME@SEED) or the path of an SB3 .zip")
+    card.add_argument("--out", required=True, help="the card's folder (with --compare: the leaderboard's)")
+    card.add_argument("--families", help="only these families, separated by commas (the card then has no rating)")
+    card.add_argument("--seeds", type=int, default=5, help="seeds per arm (default: 5)")
+    card.add_argument("--episodes", type=int, default=10, help="episodes per seed and arm (default: 10)")
+    card.add_argument(
+        "--mode", choices=("fast", "exact"), default="fast", help="network passes per batch or per run (default: fast)"
+    )
+    card.add_argument("--reps", type=int, default=2000, help="bootstrap replicates (default: 2000)")
+    card.add_argument("--batch", type=int, default=16, help="runs stepped together per worker (default: 16)")
+    card.add_argument("--backend", choices=("local", "ray"), default="local", help="where runs go (default: local)")
+    card.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU cores)")
+    card.add_argument("--quiet", action="store_true", help="no progress bar")
+    card.add_argument("--compare", nargs="+", metavar="DIR", help="finished card folders to rank on one page")
+
     robustness = commands.add_parser(
         "robustness",
         help="offline robustness R of training pipelines under interventions on game state, with heatmaps",
@@ -836,8 +918,8 @@ def _interrupted(args: argparse.Namespace, stop: KeyboardInterrupt) -> int:
     """Says what an interrupted command kept; returns the shell's status for the signal (130 for SIGINT)."""
     signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
     kept = ""
-    index = Path(getattr(args, "out", None) or ".") / INDEX_FILE
-    if args.command in ("demo", "evaluate", "sweep") and index.exists():
+    index = Path(getattr(args, "out", None) or ".") / ("runs" if args.command == "card" else "") / INDEX_FILE
+    if args.command in ("demo", "evaluate", "sweep", "card") and index.exists():
         runs = json.loads(index.read_text())["runs"]
         finished = sum(run["status"] == "complete" for run in runs)
         kept = (
@@ -859,6 +941,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "report": _report,
         "robustness": _robustness,
         "worst-case": _worst_case,
+        "card": _card,
         "explain": _explain,
     }
     try:

@@ -42,6 +42,7 @@ __all__ = [
     "recovery_time",
     "stars",
     "tolerated_level",
+    "trailing_mean",
 ]
 
 #: The AUSC a family needs for 2, 3, 4 and 5 stars (below the first: 1 star).
@@ -208,11 +209,18 @@ def family_scores(
     return FamilyScores(impacts, normalized, intervals, estimate, (low, high), tolerated_level(normalized))
 
 
-def _trailing_mean(rewards: NDArray[np.float64], window: int) -> NDArray[np.float64]:
-    """m_t: the mean reward over the ``window`` steps up to t (fewer at the start)."""
-    sums = np.cumsum(rewards)
-    out = np.empty_like(rewards)
-    for t in range(len(rewards)):
+def trailing_mean(rewards: ArrayLike, window: int) -> NDArray[np.float64]:
+    """m_t: per step, the mean reward over the ``window`` steps up to t (fewer at the start).
+
+    Example:
+        >>> trailing_mean([1.0, 3.0, 5.0], window=2)
+        array([1., 2., 4.])
+    """
+    r = _check.finite_array("rewards", rewards)
+    _check.integer("window", window, minimum=1)
+    sums = np.cumsum(r)
+    out = np.empty_like(r)
+    for t in range(len(r)):
         start = max(0, t - window + 1)
         out[t] = (sums[t] - (sums[start - 1] if start else 0.0)) / (t - start + 1)
     return out
@@ -221,7 +229,7 @@ def _trailing_mean(rewards: NDArray[np.float64], window: int) -> NDArray[np.floa
 def recovery_band(clean_rewards: Sequence[ArrayLike], window: int, percentile: float = 5.0) -> NDArray[np.float64]:
     """L_t: per step, the ``percentile`` of the clean episodes' trailing mean rewards (those still running)."""
     _check.integer("window", window, minimum=1)
-    means = [_trailing_mean(_check.finite_array(f"clean_rewards[{i}]", r), window) for i, r in enumerate(clean_rewards)]
+    means = [trailing_mean(_check.finite_array(f"clean_rewards[{i}]", r), window) for i, r in enumerate(clean_rewards)]
     if not means:
         raise InvalidArgument("`clean_rewards` must hold at least one episode")
     longest = max(len(m) for m in means)
@@ -246,7 +254,7 @@ def recovery_time(rewards: ArrayLike, band: ArrayLike, shift_end: int, window: i
     r, lower = _check.finite_array("rewards", rewards), np.asarray(band, dtype=np.float64)
     start = _check.integer("shift_end", shift_end, minimum=0)
     w, h = _check.integer("window", window, minimum=1), _check.integer("horizon", horizon, minimum=0)
-    m = _trailing_mean(r, w)
+    m = trailing_mean(r, w)
     for t in range(start, min(start + h, len(r)) + 1):
         stop = t + w
         if stop > len(r) or stop > len(lower):

@@ -1,0 +1,413 @@
+"""A robustness card: one agent on one env under every family of shift of a severity ladder, in one batched run.
+
+:func:`robustness_card` reads the env's ladder (:mod:`rlwrappers.ladders`), runs every arm (each family and
+sub-family at levels 1 to 5, the recovery test, and the clean arm they are all paired with) as one evaluation
+(:func:`~rlwrappers.studies.run.evaluate`) with batched runs (:mod:`rlwrappers.studies.batched`), scores the
+episode table with :mod:`rlwrappers.metrics.card`, and writes the card with :mod:`rlwrappers.report.card`::
+
+    out/
+      card.json, card.html, badge.svg   the card (see rlwrappers.report.card)
+      runs/                             the evaluation: evaluation.json, index.json, one log per run
+
+Every arm plays the same seeds and episodes as the clean arm, so each shifted episode has a clean twin. An
+interrupted card resumes from ``runs/``: finished runs are not played again. Same seeds and settings give the
+same card, every number of ``card.json`` but its ``timings``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import time
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from rlwrappers import ladders as ladders_module
+from rlwrappers._version import __version__
+from rlwrappers.error import InvalidArgument, InvalidType
+from rlwrappers.logs import read_log
+from rlwrappers.metrics import card as scores
+from rlwrappers.metrics import reproducibility
+from rlwrappers.studies.design import BACKENDS, BASELINE, Execution
+from rlwrappers.studies.results import Evaluation
+from rlwrappers.studies.run import evaluate
+
+__all__ = ["MODES", "RECOVERY", "robustness_card"]
+
+#: How a card computes its agent's actions: see :mod:`rlwrappers.studies.batched`.
+MODES: Final = ("fast", "exact")
+#: The name of the recovery arm.
+RECOVERY: Final = "recovery"
+#: The agent's name in the card's evaluation.
+AGENT: Final = "agent"
+#: A change of a Box action by more than this share of half its range counts as a flip.
+BOX_FLIP: Final = 0.1
+
+
+def robustness_card(
+    agent: Any,
+    env_id: str,
+    *,
+    out: str | os.PathLike[str],
+    families: Sequence[str] | None = None,
+    seeds: int = 5,
+    episodes: int = 10,
+    mode: str = "fast",
+    reps: int = 2000,
+    batch: int = 16,
+    workers: int | None = None,
+    backend: str = "local",
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Grades ``agent`` on ``env_id`` under the families of shift of its ladder, writes the card, returns its record.
+
+    Args:
+        agent: a zoo name (``NAME`` or ``NAME@SEED``), an SB3 zip path (trusted files only), or an
+            :class:`~rlwrappers.agents.Agent`.
+        env_id: an env with a ladder (:func:`rlwrappers.ladders.ladders` lists them).
+        out: the card's folder; an interrupted card there resumes.
+        families: run only these families (the card then has no overall rating); default: all of the ladder's.
+        seeds: run seeds 0 .. seeds - 1, for every arm.
+        episodes: episodes per seed and arm.
+        mode: "fast" (one network pass per batch) or "exact" (one per run and step: the per-run runner's logs,
+            bit for bit); see :mod:`rlwrappers.studies.batched`.
+        reps: bootstrap replicates of every interval.
+        batch: runs each worker steps together.
+        workers: worker processes (default: one per core).
+        backend: "local" or "ray".
+        progress: show a progress bar.
+    """
+    ladder = ladders_module.ladder(env_id)
+    if mode not in MODES:
+        raise InvalidArgument(f"`mode` must be one of {MODES}, received {mode!r}")
+    for name, value in (("seeds", seeds), ("episodes", episodes), ("reps", reps), ("batch", batch)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InvalidArgument(f"`{name}` must be an int >= 1, received {value!r}")
+    if backend not in BACKENDS:
+        raise InvalidArgument(f"`backend` must be one of {BACKENDS}, received {backend!r}")
+    if families is not None and (isinstance(families, str) or not isinstance(families, Sequence) or not families):
+        raise InvalidType(f"`families` must be a non-empty list of family names, received {families!r}")
+    arms = ladder.arms(families)
+    if not arms:
+        raise InvalidArgument(
+            f"`families` {list(families or [])} has no arm on {env_id!r}; its families: {list(ladder.families)}"
+        )
+    exact = mode == "exact" or batch == 1  # one run at a time is exact whatever the mode
+    shifts: dict[str, list[dict[str, Any]]] = {arm.name: arm.entries for arm in arms}
+    if families is None:
+        shifts[RECOVERY] = ladder.recovery.entries
+    root = Path(out)
+    started = time.perf_counter()
+    evaluation = evaluate(
+        {AGENT: agent},
+        env_id,
+        shifts,
+        episodes=episodes,
+        seeds=seeds,
+        out=root / "runs",
+        execution=Execution(backend=backend, workers=workers, progress=progress, batch=batch, exact=exact),
+    )
+    seconds = time.perf_counter() - started
+    table = episode_returns(evaluation)
+    record = _record(agent, ladder, evaluation, table, families, "exact" if exact else "fast", reps, seeds, episodes)
+    steps = _agent_steps(evaluation)
+    record["timings"] = {"seconds": seconds, "agent_steps": steps, "steps_per_second": steps / max(seconds, 1e-9)}
+    from rlwrappers.report.card import write_robustness_card
+
+    write_robustness_card(record, root)
+    return record
+
+
+def episode_returns(evaluation: Evaluation) -> dict[str, np.ndarray[Any, np.dtype[np.float64]]]:
+    """Each arm's returns as a (seeds, episodes) matrix, rows in seed order: episode ``j`` of every arm is paired."""
+    out: dict[str, Any] = {}
+    for shift, rows in evaluation.index.groupby("shift", sort=False):
+        ordered = rows.sort_values("seed")
+        out[str(shift)] = np.stack(
+            [read_log(evaluation.path / path).episodes["return"].to_numpy(dtype=np.float64) for path in ordered["path"]]
+        )
+    return out
+
+
+def _agent_steps(evaluation: Evaluation) -> int:
+    return sum(int(read_log(evaluation.path / path).episodes["length"].sum()) for path in evaluation.index["path"])
+
+
+def _generator(*names: str) -> np.random.Generator:
+    """A bootstrap generator per family: the same whichever families a card runs."""
+    return np.random.default_rng([zlib.crc32(name.encode()) for name in names])
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+def _pair(values: tuple[float, float]) -> list[float] | None:
+    return None if any(math.isnan(v) for v in values) else [float(v) for v in values]
+
+
+def _repro(returns: np.ndarray[Any, Any]) -> dict[str, float]:
+    flat = returns.ravel()
+    return {
+        "mad": float(reproducibility.mad(flat)),
+        "iqr": float(reproducibility.iqr(flat)),
+        "lcb": float(reproducibility.lcb(flat, 1.0)),
+    }
+
+
+def _family(
+    name: str,
+    info: Mapping[str, Any],
+    arms: Sequence[ladders_module.Arm],
+    table: Mapping[str, np.ndarray[Any, Any]],
+    random_return: float,
+    reps: int,
+    flips: Mapping[str, float | None],
+) -> dict[str, Any]:
+    """One family's (or sub-family's) entry of the record."""
+    clean = table[BASELINE]
+    levels = [table[arm.name] for arm in arms]
+    result = scores.family_scores(clean, levels, random_return, _generator(name), reps=reps)
+    rated = not math.isnan(result.ausc)
+    return {
+        "name": name,
+        "title": info["title"],
+        "unit": info["unit"],
+        "levels": [
+            {
+                "level": arm.level,
+                "spec": [_spec(e) for e in arm.entries],
+                "mean_return": float(np.mean(table[arm.name])),
+                "impact": _number(result.impact[i]),
+                "impact_ci": _pair(result.impact_ci[i]),
+                "normalized": _number(result.normalized[i]),
+                "flip_rate": flips.get(arm.name),
+            }
+            for i, arm in enumerate(arms)
+        ],
+        "ausc": _number(result.ausc),
+        "ausc_ci": _pair(result.ausc_ci),
+        "tolerated": result.tolerated,
+        "stars": scores.stars(result.ausc) if rated else None,
+        "reproducibility": {"clean": _repro(clean), "level3": _repro(table[arms[2].name])},
+        "sub_families": None,
+    }
+
+
+def _spec(entry: Mapping[str, Any]) -> str:
+    from rlwrappers.core import Entry
+
+    return str(Entry.parse(dict(entry)))
+
+
+def _corruptions(
+    info: Mapping[str, Any],
+    subs: list[dict[str, Any]],
+    arms: Sequence[ladders_module.Arm],
+    table: Mapping[str, np.ndarray[Any, Any]],
+    random_return: float,
+    reps: int,
+) -> dict[str, Any]:
+    """The corruptions family: per level the mean over its sub-families, its AUSC the mean of theirs."""
+    clean = table[BASELINE]
+    by_sub: dict[str, list[np.ndarray[Any, Any]]] = {}
+    for arm in arms:
+        by_sub.setdefault(str(arm.sub_family), []).append(table[arm.name])
+    groups = list(by_sub.values())
+    flat = [level for group in groups for level in group]
+    n = len(groups)
+
+    def impacts(c: np.ndarray[Any, Any], *shifted: np.ndarray[Any, Any]) -> list[list[float]]:
+        return [[scores.impact(c, s, random_return) for s in shifted[k * 5 : k * 5 + 5]] for k in range(n)]
+
+    def area(c: np.ndarray[Any, Any], *shifted: np.ndarray[Any, Any]) -> float:
+        return float(np.mean([scores.ausc([1.0 - i for i in row]) for row in impacts(c, *shifted)]))
+
+    rng = _generator("corruptions")
+    rated = not any(s["ausc"] is None for s in subs)
+    levels = []
+    for level in range(5):
+        column = [s["levels"][level] for s in subs]
+        entry: dict[str, Any] = {
+            "level": level + 1,
+            "spec": [spec for c in column for spec in c["spec"]],
+            "mean_return": float(np.mean([c["mean_return"] for c in column])),
+            "impact": None,
+            "impact_ci": None,
+            "normalized": None,
+            "flip_rate": None,
+        }
+        if rated:
+
+            def mean_impact(c: np.ndarray[Any, Any], *shifted: np.ndarray[Any, Any], at: int = level) -> float:
+                return float(np.mean([scores.impact(c, s, random_return) for s in shifted[at::5]]))
+
+            estimate, low, high = scores.paired_bootstrap([clean, *flat], mean_impact, rng, reps=reps)
+            entry.update(impact=estimate, impact_ci=[low, high], normalized=1.0 - estimate)
+        levels.append(entry)
+    ausc, ausc_ci, tolerated, stars = None, None, 0, None
+    if rated:
+        estimate, low, high = scores.paired_bootstrap([clean, *flat], area, rng, reps=reps)
+        ausc, ausc_ci, stars = estimate, [low, high], scores.stars(estimate)
+        tolerated = scores.tolerated_level([lv["normalized"] for lv in levels])
+    level3 = np.concatenate([group[2] for group in groups], axis=1)
+    return {
+        "name": "corruptions",
+        "title": info["title"],
+        "unit": info["unit"],
+        "levels": levels,
+        "ausc": ausc,
+        "ausc_ci": ausc_ci,
+        "tolerated": tolerated,
+        "stars": stars,
+        "reproducibility": {"clean": _repro(clean), "level3": _repro(level3)},
+        "sub_families": subs,
+    }
+
+
+def _flip_rates(evaluation: Evaluation, arms: Sequence[ladders_module.Arm]) -> dict[str, float | None]:
+    """Per attack arm, the share of attacked steps whose action changed (a Box action: by more than 10%)."""
+    import gymnasium as gym
+
+    space = gym.make(evaluation.request["env_id"]).action_space
+    out: dict[str, float | None] = {}
+    for arm in arms:
+        if arm.family != "attack":
+            continue
+        name = arm.entries[0]["name"]
+        flipped = attacked = 0
+        for path in evaluation.index.loc[evaluation.index["shift"] == arm.name, "path"]:
+            steps = read_log(evaluation.path / path).steps
+            active = steps[f"{name}.active"].astype(bool).to_numpy()
+            if isinstance(space, gym.spaces.Box):
+                half = (space.high - space.low) / 2.0
+                taken = np.stack(steps[f"{name}.action"].to_numpy())[active]
+                clean = np.stack(steps[f"{name}.clean_action"].to_numpy())[active]
+                changed = np.any(np.abs(taken - clean) > BOX_FLIP * half, axis=-1) if len(taken) else np.zeros(0, bool)
+            else:
+                changed = steps[f"{name}.flipped"].to_numpy()[active].astype(bool)
+            flipped += int(changed.sum())
+            attacked += int(active.sum())
+        out[arm.name] = flipped / attacked if attacked else None
+    return out
+
+
+def _recovery(evaluation: Evaluation, recovery: ladders_module.Recovery) -> dict[str, Any]:
+    """The recovery test's entry: the clean band, the shifted arm's mean reward, the time to recover."""
+    rewards = {}
+    for shift in (BASELINE, RECOVERY):
+        episodes = []
+        for path in evaluation.index.loc[evaluation.index["shift"] == shift].sort_values("seed")["path"]:
+            steps = read_log(evaluation.path / path).steps
+            episodes += [g["reward"].to_numpy(dtype=np.float64) for _, g in steps.groupby("episode", sort=True)]
+        rewards[shift] = episodes
+    band = scores.recovery_band(rewards[BASELINE], recovery.window)
+    times = [scores.recovery_time(r, band, recovery.stop, recovery.window, recovery.horizon) for r in rewards[RECOVERY]]
+    recovered = [t for t in times if t is not None]
+
+    def mean_per_step(episodes: list[np.ndarray[Any, Any]]) -> list[float | None]:
+        longest = max(len(e) for e in episodes)
+        means = [scores.trailing_mean(e, recovery.window) for e in episodes]
+        return [_number(float(np.mean([m[t] for m in means if len(m) > t]))) for t in range(longest)]
+
+    return {
+        "spec": [_spec(e) for e in recovery.entries],
+        "start": recovery.start,
+        "stop": recovery.stop,
+        "window": recovery.window,
+        "horizon": recovery.horizon,
+        "episodes": len(times),
+        "median_steps": float(np.median(recovered)) if recovered else None,
+        "never_share": 1.0 - len(recovered) / len(times),
+        "clean_mean": mean_per_step(rewards[BASELINE]),
+        "band": [_number(float(b)) for b in band],
+        "shifted_mean": mean_per_step(rewards[RECOVERY]),
+    }
+
+
+def _agent_identity(agent: Any) -> dict[str, Any]:
+    """The agent's name, where it came from, and the SHA-256 of its weights' file where there is one."""
+    if isinstance(agent, (str, os.PathLike)):
+        path = Path(agent)
+        if path.suffix == ".zip":
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            return {"name": path.stem, "source": str(agent), "sha256": digest, "detail": "an SB3 zip"}
+        from rlwrappers import zoo
+
+        name, _, seed = str(agent).partition("@")
+        card = zoo.card(name)
+        file = card["seeds"][seed or "0"]
+        detail = f"{card['algo']} trained on {card['env_id']}, training seed {seed or '0'}"
+        return {"name": str(agent), "source": "zoo", "sha256": file["sha256"], "detail": detail}
+    return {"name": type(agent).__name__, "source": "object", "sha256": None, "detail": str(agent)}
+
+
+def _record(
+    agent: Any,
+    ladder: ladders_module.Ladder,
+    evaluation: Evaluation,
+    table: Mapping[str, np.ndarray[Any, Any]],
+    families: Sequence[str] | None,
+    mode: str,
+    reps: int,
+    seeds: int,
+    episodes: int,
+) -> dict[str, Any]:
+    """The card's record (format ``rlwrappers-robustness-card`` 1), every number from the episode table."""
+    arms = ladder.arms(families)
+    random_return = ladder.random_return
+    clean = table[BASELINE]
+    flips = _flip_rates(evaluation, arms)
+    entries: list[dict[str, Any]] = []
+    for name in dict.fromkeys(arm.family for arm in arms):
+        info = ladder.families[name]
+        mine = [arm for arm in arms if arm.family == name]
+        if name == "corruptions":
+            subs = []
+            for sub in dict.fromkeys(str(arm.sub_family) for arm in mine):
+                sub_arms = [arm for arm in mine if arm.sub_family == sub]
+                sub_info = info["sub_families"][sub]
+                subs.append(_family(sub, sub_info, sub_arms, table, random_return, reps, flips))
+            entries.append(_corruptions(info, subs, mine, table, random_return, reps))
+        else:
+            entries.append(_family(name, info, mine, table, random_return, reps, flips))
+    rated = float(np.mean(clean)) > random_return
+    complete = families is None
+    areas = {e["name"]: e["ausc"] for e in entries if e["ausc"] is not None}
+    overall: dict[str, Any] = {"stars": None, "mean_ausc": None, "worst_family": None, "worst_stars": None}
+    if areas:
+        worst = min(areas, key=lambda k: areas[k])
+        overall.update(mean_ausc=float(np.mean(list(areas.values()))), worst_family=worst)
+        overall["worst_stars"] = scores.stars(areas[worst])
+        if complete and rated and len(areas) == len(entries):
+            overall["stars"] = scores.overall_stars(areas)
+    _, low, high = scores.paired_bootstrap([clean], lambda c: float(np.mean(c)), _generator("clean"), reps=reps)
+    return {
+        "format": "rlwrappers-robustness-card",
+        "format_version": 1,
+        "ladder": ladder.version,
+        "env_id": ladder.env_id,
+        "agent": _agent_identity(agent),
+        "package_version": __version__,
+        "settings": {
+            "seeds": list(range(seeds)),
+            "episodes": episodes,
+            "mode": mode,
+            "reps": reps,
+            "families": [e["name"] for e in entries],
+            "complete": complete,
+            "deterministic": True,
+        },
+        "random_return": random_return,
+        "clean": {"mean_return": float(np.mean(clean)), "ci": [low, high], "reproducibility": _repro(clean)},
+        "rated": rated,
+        "families": entries,
+        "overall": overall,
+        "recovery": _recovery(evaluation, ladder.recovery) if complete else None,
+        "interventions": [],
+    }

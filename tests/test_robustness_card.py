@@ -1,0 +1,120 @@
+"""The robustness card end to end: real runs of zoo agents on their ladders, the record, the files, the command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rlwrappers as rw
+from rlwrappers import cli, ladders
+from rlwrappers.error import IncompatibleSpace, InvalidArgument, UnknownName
+from rlwrappers.metrics import card as scores
+from rlwrappers.report.card import read_robustness_card
+from rlwrappers.studies.robustness_card import robustness_card
+
+SMALL: dict[str, Any] = dict(seeds=2, episodes=2, reps=200, workers=1, progress=False)
+
+
+def numbers(record: dict[str, Any]) -> dict[str, Any]:
+    """Everything of a record that must repeat: all but its timings."""
+    return {k: v for k, v in record.items() if k != "timings"}
+
+
+@pytest.fixture(scope="module")
+def cartpole(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("card") / "cartpole"
+    robustness_card("ppo-CartPole-v1", "CartPole-v1", out=out, **SMALL)
+    return out
+
+
+def test_a_card_holds_every_family_of_the_ladder_scored_from_its_logs(cartpole: Path) -> None:
+    record = read_robustness_card(cartpole)
+    assert {p.name for p in cartpole.iterdir()} >= {"card.json", "card.html", "badge.svg", "runs"}
+    ladder = ladders.ladder("CartPole-v1")
+    assert [f["name"] for f in record["families"]] == list(ladder.families)
+    assert record["settings"]["complete"] and record["overall"]["stars"] in range(1, 6)
+    assert record["random_return"] == ladder.random_return
+    runs = rw.open_evaluation(cartpole / "runs")
+
+    def returns(shift: str) -> np.ndarray:
+        paths = runs.index.loc[runs.index["shift"] == shift].sort_values("seed")["path"]
+        return np.stack([rw.read_log(runs.path / p).episodes["return"].to_numpy(dtype=float) for p in paths])
+
+    clean = returns("baseline")
+    assert record["clean"]["mean_return"] == pytest.approx(float(clean.mean()), abs=0)
+    for family in record["families"]:
+        levels = [returns(f"{family['name']}@{level}") for level in range(1, 6)]
+        normalized = [1.0 - scores.impact(clean, level, ladder.random_return) for level in levels]
+        assert [lv["normalized"] for lv in family["levels"]] == normalized
+        assert family["ausc"] == scores.ausc(normalized)
+        assert family["stars"] == scores.stars(family["ausc"])
+        assert family["tolerated"] == scores.tolerated_level(normalized)
+    areas = {f["name"]: f["ausc"] for f in record["families"]}
+    assert record["overall"]["stars"] == scores.overall_stars(areas)
+    assert record["overall"]["worst_family"] == min(areas, key=lambda k: areas[k])
+    attack = next(f for f in record["families"] if f["name"] == "attack")
+    assert all(0.0 <= lv["flip_rate"] <= 1.0 for lv in attack["levels"])
+    recovery = record["recovery"]
+    assert recovery["episodes"] == 4 and 0.0 <= recovery["never_share"] <= 1.0
+
+
+def test_same_seeds_give_the_same_card_and_a_resumed_card_equals_it(cartpole: Path, tmp_path: Path) -> None:
+    first = read_robustness_card(cartpole)
+    again = robustness_card("ppo-CartPole-v1", "CartPole-v1", out=tmp_path / "again", **SMALL)
+    assert numbers(again) == numbers(first)
+    resumed = tmp_path / "resumed"
+    shutil.copytree(cartpole, resumed)
+    shutil.rmtree(resumed / "runs/logs/agent/sticky_action_3")  # as if interrupted before these runs
+    (resumed / "card.json").unlink()
+    record = robustness_card("ppo-CartPole-v1", "CartPole-v1", out=resumed, **SMALL)
+    assert numbers(record) == numbers(first)
+
+
+@pytest.mark.slow
+def test_exact_cards_agree_across_worker_counts(tmp_path: Path) -> None:
+    kwargs: dict[str, Any] = {**SMALL, "mode": "exact", "families": ["obs_noise", "attack", "param_noise"]}
+    one = robustness_card("td3-Pendulum-v1", "Pendulum-v1", out=tmp_path / "one", **kwargs)
+    kwargs["workers"] = 2
+    two = robustness_card("td3-Pendulum-v1", "Pendulum-v1", out=tmp_path / "two", batch=3, **kwargs)
+    assert numbers(one) == numbers(two)
+    assert one["overall"]["stars"] is None and not one["settings"]["complete"]  # a subset is not rated
+    assert one["recovery"] is None
+
+
+def test_bad_requests_are_refused_before_any_run(tmp_path: Path) -> None:
+    with pytest.raises(UnknownName, match="has no card-v1 ladder"):
+        robustness_card("ppo-CartPole-v1", "MountainCar-v0", out=tmp_path / "a", **SMALL)
+    with pytest.raises(InvalidArgument, match=r"`mode` must be one of \('fast', 'exact'\), received 'quick'"):
+        robustness_card("ppo-CartPole-v1", "CartPole-v1", out=tmp_path / "b", mode="quick")
+    with pytest.raises(UnknownName, match="Did you mean `obs_noise`"):
+        robustness_card("ppo-CartPole-v1", "CartPole-v1", out=tmp_path / "c", families=["obs_nois"])
+    with pytest.raises(IncompatibleSpace, match="action_space"):
+        robustness_card("td3-Pendulum-v1", "CartPole-v1", out=tmp_path / "d", **SMALL)
+    assert not (tmp_path / "d" / "runs" / "logs").exists()
+
+
+def test_the_command_writes_a_card_and_ranks_cards(
+    cartpole: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "subset"
+    argv = ["card", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1@1", "--out", str(out)]
+    status = cli.main([*argv, "--families", "obs_noise,sticky_action", "--seeds", "2", "--episodes", "2", "--quiet"])
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "not rated" in printed and "obs_noise" in printed and "card.html" in printed
+    record = json.loads((out / "card.json").read_text())
+    assert record["agent"]["name"] == "ppo-CartPole-v1@1" and record["settings"]["families"] == [
+        "obs_noise",
+        "sticky_action",
+    ]
+    board = tmp_path / "board"
+    assert cli.main(["card", "--compare", str(cartpole), str(out), "--out", str(board)]) == 0
+    page = (board / "leaderboard.html").read_text()
+    assert page.index("ppo-CartPole-v1@1") > page.index(">ppo-CartPole-v1<")  # the rated card ranks first
+    assert cli.main(["card", "--env", "CartPole-v1", "--agent", "td3-Pendulum-v1", "--out", str(tmp_path / "x")]) == 2
+    assert "does not match the env's" in capsys.readouterr().err
