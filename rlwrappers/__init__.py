@@ -77,6 +77,7 @@ __all__ = [
     "causal",
     "observational",
     "sweep",
+    "robustness_card",
     # the zoo (loaded on first use)
     "load_agent",
     # uncertainty sets (loaded on first use)
@@ -92,6 +93,7 @@ _LAZY = {
     "causal": "rlwrappers.studies.shift_impact",
     "observational": "rlwrappers.studies.shift_impact",
     "sweep": "rlwrappers.studies.sweep",
+    "robustness_card": "rlwrappers.studies.robustness_card",
     "load_agent": "rlwrappers.zoo",
     "uncertainty_set": "rlwrappers.uncertainty",
 }
@@ -101,6 +103,7 @@ _SUBPACKAGES = (
     "envs",
     "explain",
     "functional",
+    "ladders",
     "logs",
     "metrics",
     "report",

@@ -31,7 +31,9 @@ def run(*args: str, how: str = "script") -> subprocess.CompletedProcess[str]:
 
 
 def _ids(out: str) -> list[str]:
-    return [line.split()[0] for line in out.splitlines() if line.startswith("  rlwrappers/")]
+    """The registered IDs `list` prints: the ``rlwrappers/`` lines of its first section (ladders list envs too)."""
+    first = out.split("\nPerturbations (")[0]
+    return [line.split()[0] for line in first.splitlines() if line.startswith("  rlwrappers/")]
 
 
 def test_the_console_script_is_installed():

@@ -118,3 +118,12 @@ def test_the_command_writes_a_card_and_ranks_cards(
     assert page.index("ppo-CartPole-v1@1") > page.index(">ppo-CartPole-v1<")  # the rated card ranks first
     assert cli.main(["card", "--env", "CartPole-v1", "--agent", "td3-Pendulum-v1", "--out", str(tmp_path / "x")]) == 2
     assert "does not match the env's" in capsys.readouterr().err
+
+
+def test_list_names_every_ladder(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["list", "ladders"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("Severity ladders (card-v1")
+    for env_id in ladders.ladders():
+        assert f"  {env_id} " in printed
+    assert "rlwrappers/Catch-v0" in printed and "corruptions" in printed
