@@ -61,6 +61,8 @@ def test_a_card_holds_every_family_of_the_ladder_scored_from_its_logs(cartpole: 
     assert all(0.0 <= lv["flip_rate"] <= 1.0 for lv in attack["levels"])
     recovery = record["recovery"]
     assert recovery["episodes"] == 4 and 0.0 <= recovery["never_share"] <= 1.0
+    page = (cartpole / "card.html").read_text()
+    assert "data:image/gif;base64," in page  # the clean and the worst episode, played again from their logs
 
 
 def test_same_seeds_give_the_same_card_and_a_resumed_card_equals_it(cartpole: Path, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import os
 import time
 import zlib
 from collections.abc import Mapping, Sequence
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,11 +30,14 @@ import numpy as np
 
 from rlwrappers import ladders as ladders_module
 from rlwrappers._version import __version__
-from rlwrappers.error import InvalidArgument, InvalidType
+from rlwrappers.core import Entry, attach
+from rlwrappers.error import InvalidArgument, InvalidType, LogError
 from rlwrappers.logs import read_log
 from rlwrappers.metrics import card as scores
 from rlwrappers.metrics import reproducibility
-from rlwrappers.studies.design import BACKENDS, BASELINE, Execution
+from rlwrappers.spec import format_value
+from rlwrappers.studies.arms import make_env, resolve_agent
+from rlwrappers.studies.design import BACKENDS, BASELINE, Execution, Settings, Stack, episode_seed
 from rlwrappers.studies.results import Evaluation
 from rlwrappers.studies.run import evaluate
 
@@ -47,6 +51,8 @@ RECOVERY: Final = "recovery"
 AGENT: Final = "agent"
 #: A change of a Box action by more than this share of half its range counts as a flip.
 BOX_FLIP: Final = 0.1
+#: The most frames the card keeps of an episode for its animation.
+FRAMES: Final = 100
 
 
 def robustness_card(
@@ -119,7 +125,7 @@ def robustness_card(
     record["timings"] = {"seconds": seconds, "agent_steps": steps, "steps_per_second": steps / max(seconds, 1e-9)}
     from rlwrappers.report.card import write_robustness_card
 
-    write_robustness_card(record, root)
+    write_robustness_card(record, root, frames=_frames(agent, evaluation, table, record, Stack()))
     return record
 
 
@@ -132,6 +138,98 @@ def episode_returns(evaluation: Evaluation) -> dict[str, np.ndarray[Any, np.dtyp
             [read_log(evaluation.path / path).episodes["return"].to_numpy(dtype=np.float64) for path in ordered["path"]]
         )
     return out
+
+
+def _worst_episode(table: Mapping[str, np.ndarray[Any, Any]], record: Mapping[str, Any]) -> tuple[str, int, int] | None:
+    """The arm of the lowest normalized return, and its episode (seed row, index) furthest below its clean twin."""
+    scored = []
+    for family in record["families"]:
+        for arm, levels in _arm_levels(family):
+            scored += [(level["normalized"], f"{arm}@{level['level']}") for level in levels]
+    scored = [(normalized, name) for normalized, name in scored if normalized is not None]
+    if not scored:
+        return None
+    name = min(scored, key=lambda item: item[0])[1]
+    drop = table[BASELINE] - table[name]
+    row, episode = np.unravel_index(int(np.argmax(drop)), drop.shape)
+    return name, int(row), int(episode)
+
+
+def _arm_levels(family: Mapping[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """A family's arms' name prefixes and levels: its own, or those of its sub-families (``family.sub``)."""
+    if not family["sub_families"]:
+        return [(family["name"], family["levels"])]
+    return [(f"{family['name']}.{sub['name']}", sub["levels"]) for sub in family["sub_families"]]
+
+
+def episode_frames(
+    agent: Any, evaluation: Evaluation, shift: str, seed: int, episode: int, stack: Stack = Stack()
+) -> list[np.ndarray[Any, Any]]:
+    """The frames of one logged episode, played again from its recorded actions, at most :data:`FRAMES` of them.
+
+    Image envs show what the agent sees (the newest frame of its input, shifts included); other envs their
+    ``rgb_array`` rendering. The env is built and reset as the run's was, so the episode is the logged one.
+    """
+    settings = Settings(**{f.name: evaluation.request[f.name] for f in fields(Settings)})
+    rows = evaluation.index[(evaluation.index["shift"] == shift) & (evaluation.index["seed"] == seed)]
+    log = read_log(evaluation.path / rows["path"].iloc[0])
+    actions = log.steps.loc[log.steps["episode"] == episode, "action"].to_list()
+    probe, _ = make_env(settings, shift, stack)
+    image = _is_image(probe.observation_space)
+    probe.close()
+    if not image:
+        settings = replace(settings, env_kwargs={**settings.env_kwargs, "render_mode": "rgb_array"})
+    env, _ = make_env(settings, shift, stack)
+    attach(env, resolve_agent(agent, settings, env))
+    every = max(1, -(-len(actions) // FRAMES))
+    frames, rewards = [], []
+    try:
+        obs, _ = env.reset(seed=episode_seed(seed, episode))
+        for t, action in enumerate(actions):
+            if t % every == 0:
+                frames.append(_picture(obs) if image else np.asarray(env.render()))
+            obs, reward, *_ = env.step(np.asarray(action, dtype=env.action_space.dtype))
+            rewards.append(float(reward))
+    finally:
+        env.close()
+    logged = log.steps.loc[log.steps["episode"] == episode, "reward"].to_numpy(dtype=np.float64)
+    if not np.array_equal(rewards, logged):
+        raise LogError(f"episode {episode} of {rows['path'].iloc[0]!r} played again gave other rewards than its log")
+    return frames
+
+
+def _is_image(space: Any) -> bool:
+    shape = getattr(space, "shape", None) or ()
+    return getattr(space, "dtype", None) == np.uint8 and len(shape) == 3
+
+
+def _picture(obs: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The newest frame of an image observation (channel last, or a channel-first stack) as an RGB image."""
+    if obs.shape[-1] in (1, 3):
+        frame = obs
+    else:
+        frame = obs[-1][..., np.newaxis]
+    return np.ascontiguousarray(np.repeat(frame, 3, axis=-1) if frame.shape[-1] == 1 else frame)
+
+
+def _frames(
+    agent: Any,
+    evaluation: Evaluation,
+    table: Mapping[str, np.ndarray[Any, Any]],
+    record: Mapping[str, Any],
+    stack: Stack,
+) -> dict[str, Any] | None:
+    """The clean episode and its twin under the worst shift, for the card's animation."""
+    worst = _worst_episode(table, record)
+    if worst is None:
+        return None
+    shift, row, episode = worst
+    seed = record["settings"]["seeds"][row]
+    return {
+        "clean": episode_frames(agent, evaluation, BASELINE, seed, episode, stack),
+        "worst": episode_frames(agent, evaluation, shift, seed, episode, stack),
+        "worst_label": f"{shift}, seed {seed}, episode {episode}",
+    }
 
 
 def _agent_steps(evaluation: Evaluation) -> int:
@@ -200,9 +298,22 @@ def _family(
 
 
 def _spec(entry: Mapping[str, Any]) -> str:
-    from rlwrappers.core import Entry
+    """An entry as a spec string that writes out every numeric parameter, defaults too: a card shows its levels."""
+    parsed = Entry.parse(dict(entry))
+    if parsed.drawn:
+        return str(parsed)  # its distributions, written as such
+    params = parsed.to_dict()
+    name, when = params.pop("name"), params.pop("when")
+    changed = parsed.perturbation.changed_params()
+    words = [f"{key}={format_value(value)}" for key, value in params.items() if key in changed or _numeric(value)]
+    if when != "always":
+        words.append(f"when={when}")
+    return f"{name}({', '.join(words)})"
 
-    return str(Entry.parse(dict(entry)))
+
+def _numeric(value: Any) -> bool:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
 def _corruptions(
