@@ -1,0 +1,226 @@
+"""The batched robustness card against a bare loop, and the batched runner against the per-run one.
+
+1. A full CartPole-v1 card (``robustness_card`` in fast mode, one worker: every family at levels 1 to 5, the
+   recovery arm and the clean arm, ``--seeds`` x ``--episodes`` per arm) against a bare loop that plays the
+   same runs: the same wrapped envs, the same reset seeds, one ``agent.act`` per step, no log and no scoring.
+   The card may cost at most 1.5x the bare loop.
+2. ``rw.evaluate`` on the CartPole ladder's level-3 arms with one run at a time (``batch=1``), with 16 runs
+   stepped together and one network pass per batch (``exact=False``), and with 16 together and one pass per
+   run (``exact=True``): agent steps per second and their ratios.
+3. With ``--breakout ZIP`` (an SB3 PPO agent): the same three on BreakoutNoFrameskip-v4 under
+   ``atari_wrapper`` (each episode one life), and SB3's ``evaluate_policy`` on ``make_atari_env`` with 8 envs
+   and ``VecFrameStack(4)`` (each episode a whole game) as a reference, in agent steps per second.
+
+Everything runs in this process with one torch thread, unless ``--workers`` gives the runners more.
+
+Run: python benchmarks/bench_card.py [--seeds 5 --episodes 10] [--breakout PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import torch
+
+import rlwrappers as rw
+from rlwrappers.core import Entry
+from rlwrappers.ladders import ladder
+from rlwrappers.logs.reader import read_episodes
+from rlwrappers.studies import EnvSetup, Execution
+from rlwrappers.studies.design import BASELINE, episode_seed
+from rlwrappers.studies.robustness_card import robustness_card
+
+AGENT, ENV = "ppo-CartPole-v1", "CartPole-v1"
+BREAKOUT = "BreakoutNoFrameskip-v4"
+LIMIT = 1.5
+BATCH = 16
+
+
+def bare_card(runs: list[dict[str, Any]], shifts: Mapping[str, list[dict[str, Any]]], episodes: int) -> int:
+    """Plays every run of a card with a bare loop; returns the agent steps."""
+    agent = rw.load_agent(AGENT)
+    steps = 0
+    for row in runs:
+        entries = shifts.get(row["shift"], []) if row["shift"] != BASELINE else []
+        actor = agent
+        if any(Entry.parse(e).perturbation.channel == "policy" for e in entries):
+            actor = copy.deepcopy(agent)  # parameter noise changes the weights: the card's runs get a copy too
+        env = gym.make(ENV)
+        if entries:
+            env = rw.wrap(env, *entries)
+            rw.attach(env, actor)
+        for episode in range(episodes):
+            obs, _ = env.reset(seed=episode_seed(row["seed"], episode))
+            done = False
+            while not done:
+                obs, _, terminated, truncated, _ = env.step(actor.act(obs[None])[0])
+                done = terminated or truncated
+                steps += 1
+        env.close()
+    return steps
+
+
+def card_ratio(seeds: int, episodes: int) -> bool:
+    tmp = tempfile.mkdtemp()
+    robustness_card(AGENT, ENV, out=f"{tmp}/warm", seeds=1, episodes=1, workers=1, progress=False, reps=10)
+    started = time.perf_counter()
+    record = robustness_card(AGENT, ENV, out=f"{tmp}/card", seeds=seeds, episodes=episodes, workers=1, progress=False)
+    card = time.perf_counter() - started
+    runs_dir = Path(tmp) / "card" / "runs"
+    runs = json.loads((runs_dir / "index.json").read_text())["runs"]
+    shifts = json.loads((runs_dir / "evaluation.json").read_text())["shifts"]
+    started = time.perf_counter()
+    steps = bare_card(runs, shifts, episodes)
+    bare = time.perf_counter() - started
+    logged = record["timings"]["agent_steps"]
+    ratio = card / bare
+    print(f"1. CartPole-v1 card, fast mode, 1 worker: {len(runs)} runs x {episodes} episodes ({seeds} seeds per arm)")
+    print(f"  bare loop  {bare:7.1f} s  {steps:>9,} agent steps  {steps / bare:8.0f} steps/s")
+    print(f"  card       {card:7.1f} s  {logged:>9,} agent steps  {logged / card:8.0f} steps/s")
+    print(f"  card / bare {ratio:5.2f}  (limit {LIMIT:.2f}: {'ok' if ratio <= LIMIT else 'EXCEEDED'})")
+    return ratio <= LIMIT
+
+
+def agent_steps(result: Any) -> int:
+    return sum(int(read_episodes(result.path / path)["length"].sum()) for path in result.index["path"])
+
+
+def runners(title: str, evaluate: Callable[[str, Execution], Any], workers: int, rounds: int) -> dict[str, float]:
+    """Times ``evaluate`` per-run, batched fast and batched exact; prints and returns agent steps per second."""
+    arms = {
+        "per run (batch=1)": Execution(workers=workers, progress=False, batch=1),
+        f"batch={BATCH}, fast (exact=False)": Execution(workers=workers, progress=False, batch=BATCH, exact=False),
+        f"batch={BATCH}, exact": Execution(workers=workers, progress=False, batch=BATCH, exact=True),
+    }
+    tmp = tempfile.mkdtemp()
+    rates: dict[str, list[float]] = {name: [] for name in arms}
+    steps: dict[str, int] = {}
+    for r in range(rounds):
+        for k, (name, execution) in enumerate(arms.items() if r % 2 == 0 else reversed(arms.items())):
+            started = time.perf_counter()
+            result = evaluate(f"{tmp}/{r}-{k}", execution)
+            took = time.perf_counter() - started
+            steps[name] = agent_steps(result)
+            rates[name].append(steps[name] / took)
+    print(title)
+    base = statistics.median(rates["per run (batch=1)"])
+    out = {}
+    for name, values in rates.items():
+        out[name] = rate = statistics.median(values)
+        print(f"  {name:<32} {steps[name]:>8,} agent steps  {rate:8.0f} steps/s   x{rate / base:5.2f} per-run")
+    return out
+
+
+def cartpole_runners(seeds: int, episodes: int, workers: int, rounds: int) -> None:
+    shifts = {arm.name: arm.entries for arm in ladder(ENV).arms() if arm.level == 3}
+
+    def evaluate(out: str, execution: Execution) -> Any:
+        return rw.evaluate(AGENT, ENV, shifts, episodes=episodes, seeds=seeds, out=out, execution=execution)
+
+    evaluate(tempfile.mkdtemp(), Execution(workers=1, progress=False))  # warm-up
+    runs = (len(shifts) + 1) * seeds
+    runners(
+        f"2. rw.evaluate on CartPole-v1, level-3 arms ({', '.join(shifts)}) and the clean arm:"
+        f" {runs} runs x {episodes} episodes, {workers} worker(s)",
+        evaluate,
+        workers,
+        rounds,
+    )
+
+
+def breakout(path: str, seeds: int, episodes: int, games: int, frames: int, workers: int, rounds: int) -> None:
+    import ale_py
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    from rlwrappers.wrappers.atari import atari_wrapper
+
+    gym.register_envs(ale_py)
+    agent = rw.load_agent(path, trusted=True)
+    shifts = ["obs_noise(std=8)", "action_noise(p=0.1)", "sticky_action(p=0.25)"]
+    setup = EnvSetup(kwargs={"max_episode_steps": frames}, wrappers=[atari_wrapper])
+
+    def evaluate(out: str, execution: Execution) -> Any:
+        return rw.evaluate(
+            agent, BREAKOUT, shifts, episodes=episodes, seeds=seeds, out=out, env=setup, execution=execution
+        )
+
+    evaluate(tempfile.mkdtemp(), Execution(workers=1, progress=False))  # warm-up
+    runs = (len(shifts) + 1) * seeds
+    rates = runners(
+        f"3. rw.evaluate on {BREAKOUT} + atari_wrapper, clean and {', '.join(shifts)}: {runs} runs x {episodes}"
+        f" episode(s), each episode one life (atari_wrapper ends it at a life lost), {workers} worker(s)",
+        evaluate,
+        workers,
+        rounds,
+    )
+    model = PPO.load(path, device="cpu")
+    counted = [0]
+
+    def count(_locals: dict[str, Any], _globals: dict[str, Any]) -> None:
+        counted[0] += 1  # once per env still playing, per vector step
+
+    n_envs = min(8, games)  # an env with no game to play would step for nothing
+    env = VecFrameStack(make_atari_env(BREAKOUT, n_envs=n_envs, seed=0, env_kwargs={"max_episode_steps": frames}), 4)
+    evaluate_policy(model, env, n_eval_episodes=n_envs, callback=count)  # warm-up
+    counted[0] = 0
+    started = time.perf_counter()
+    evaluate_policy(model, env, n_eval_episodes=games, callback=count)
+    took = time.perf_counter() - started
+    env.close()
+    base = rates["per run (batch=1)"]
+    rate = counted[0] / took
+    name = f"SB3 evaluate_policy, {n_envs} envs"
+    print(
+        f"  {name:<32} {counted[0]:>8,} agent steps  {rate:8.0f} steps/s   x{rate / base:5.2f}"
+        f" per-run  ({games} whole games of 5 lives, up to {frames} frames each)"
+    )
+
+
+def main() -> bool:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5, help="card seeds per arm (part 1)")
+    parser.add_argument("--episodes", type=int, default=10, help="card episodes per seed and arm (part 1)")
+    parser.add_argument("--skip-card", action="store_true", help="skip part 1")
+    parser.add_argument("--runner-seeds", type=int, default=4, help="seeds per arm (part 2)")
+    parser.add_argument("--runner-episodes", type=int, default=5, help="episodes per run (part 2)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes of the runners (parts 2 and 3)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of parts 2 and 3 (medians are printed)")
+    parser.add_argument("--breakout", metavar="ZIP", help="an SB3 PPO Breakout zip: run part 3 with it")
+    parser.add_argument("--breakout-seeds", type=int, default=4, help="seeds per arm (part 3)")
+    parser.add_argument("--breakout-episodes", type=int, default=1, help="lives per run (part 3)")
+    parser.add_argument("--breakout-games", type=int, default=8, help="games SB3's evaluate_policy plays (part 3)")
+    parser.add_argument("--breakout-frames", type=int, default=10_000, help="frames a game may last (part 3)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)  # as in each worker process
+    ok = True
+    if not args.skip_card:
+        ok = card_ratio(args.seeds, args.episodes)
+    cartpole_runners(args.runner_seeds, args.runner_episodes, args.workers, args.rounds)
+    if args.breakout:
+        breakout(
+            args.breakout,
+            args.breakout_seeds,
+            args.breakout_episodes,
+            args.breakout_games,
+            args.breakout_frames,
+            args.workers,
+            args.rounds,
+        )
+    return ok
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)
