@@ -4,7 +4,9 @@
     python scripts/calibrate_ladders.py CartPole-v1      # one env
     python scripts/calibrate_ladders.py --out /tmp/x     # elsewhere, e.g. to compare
 
-Each env is played for 10,000 steps by a uniform-random policy with fixed seeds
+Each env, built as its ladder says (``gym.make`` with its ``env_kwargs``, then its preprocessing: for
+BreakoutNoFrameskip-v4, SB3's Atari preprocessing with whole games as episodes, which needs ``ale_py``), is played
+for 10,000 steps (Breakout's: agent steps) by a uniform-random policy with fixed seeds
 (:func:`rlwrappers.ladders.calibration.calibrate`), so the files come out byte for byte the same every time;
 ``tests/test_ladders.py`` checks that the shipped ones still do. The script prints each file it wrote with the
 measured random return and scales.

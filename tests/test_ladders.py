@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import itertools
 import json
+import pickle
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import rlwrappers.envs  # registers rlwrappers/Catch-v0
 
 import rlwrappers as rw
 from rlwrappers import error, ladders, zoo
 from rlwrappers.core import Entry
+from rlwrappers.functional import corruptions
 from rlwrappers.ladders import calibration, definition
 from rlwrappers.schedule import Window
 from rlwrappers.uncertainty import SETS, uncertainty_set
 
 ENVS = list(definition.ENVS)
 VECTOR = ["CartPole-v1", "Pendulum-v1", "Hopper-v5"]
+BREAKOUT = "BreakoutNoFrameskip-v4"
+IMAGE = ["rlwrappers/Catch-v0", BREAKOUT]
 #: The zoo's clean agent of each env: the agent the agent-bound entries attach to.
 AGENTS = {
     "CartPole-v1": "ppo-CartPole-v1",
@@ -27,6 +33,10 @@ AGENTS = {
     "Hopper-v5": "ppo-Hopper-v5",
     "rlwrappers/Catch-v0": "ppo-Catch-v0",
 }
+#: Breakout's agent: SB3's PPO of shared/agents beside the repository (the zoo has none).
+BREAKOUT_AGENT = Path(__file__).resolve().parents[2] / "shared" / "agents" / "ppo-BreakoutNoFrameskip-v4-seed0.zip"
+#: Every env, Breakout's slow tests marked slow.
+ENVS_SLOW_BREAKOUT = [pytest.param(e, marks=pytest.mark.slow) if e == BREAKOUT else e for e in ENVS]
 #: Entry parameters that configure a perturbation rather than measure its severity.
 SETTINGS = {"steps", "seed", "duration"}
 
@@ -41,9 +51,36 @@ def entries_of(ladder: ladders.Ladder) -> Iterator[dict[str, Any]]:
     yield from ladder.recovery.entries
 
 
+def needs_env(env_id: str) -> None:
+    """Skips the test where the env's package is missing: ale_py for Breakout."""
+    if env_id == BREAKOUT:
+        pytest.importorskip("ale_py")
+
+
+def make(ladder: ladders.Ladder) -> gym.Env[Any, Any]:
+    """The ladder's env as the card runner builds it: gym.make with its kwargs, then its preprocessing."""
+    wrappers = ladders.preprocessing_wrappers(ladder.preprocessing)  # first: registers ALE's IDs
+    env = gym.make(ladder.env_id, **ladder.env_kwargs)
+    for wrapper in wrappers:
+        env = wrapper(env)
+    return env
+
+
+def breakout_agent() -> rw.agents.Agent | None:
+    """Breakout's PPO agent, or None where its file is not here."""
+    return rw.load_agent(BREAKOUT_AGENT, trusted=True) if BREAKOUT_AGENT.exists() else None
+
+
+def missing_agent_message(what: str) -> str:
+    return (
+        f"{BREAKOUT_AGENT} is not here (the trained Atari agents live in shared/agents beside the repository): {what}"
+    )
+
+
 # -- the files --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("env_id", ENVS)
+@pytest.mark.parametrize("env_id", ENVS_SLOW_BREAKOUT)
 def test_the_shipped_file_is_what_the_calibration_makes_byte_for_byte(env_id):
+    needs_env(env_id)
     shipped = (calibration.DIRECTORY / ladders.LADDER / calibration.file_name(env_id)).read_bytes()
     assert shipped == calibration.to_json(calibration.calibrate(env_id)).encode()
 
@@ -57,6 +94,12 @@ def test_the_version_ships_one_file_per_env_and_nothing_else():
         ladder = ladders.ladder(env_id)
         assert (ladder.version, ladder.env_id, ladder.interventions) == ("card-v1", env_id, ())
         assert ladder.calibration["policy"] == "uniform-random" and ladder.calibration["steps"] == 10_000
+        assert ladder.env_kwargs == definition.ENV_KWARGS.get(env_id, {})
+        assert ladder.preprocessing == definition.ENV_PREPROCESSING.get(env_id)
+    breakout = ladders.ladder(BREAKOUT)
+    assert (breakout.env_kwargs, breakout.preprocessing) == ({"max_episode_steps": 18_000}, "atari-games")
+    assert all(ladders.ladder(e).env_kwargs == {} and ladders.ladder(e).preprocessing is None for e in ENVS[:4])
+    assert breakout.calibration["random_episodes"] >= 5  # complete games within the 10,000 agent steps
 
 
 def test_vector_and_image_ladders_hold_their_families_in_order():
@@ -64,10 +107,12 @@ def test_vector_and_image_ladders_hold_their_families_in_order():
         ladder = ladders.ladder(env_id)
         assert ladder.kind == "vector" and len(ladder.calibration["obs_std"]) > 0
         assert list(ladder.families) == [f for f in ladders.FAMILIES if f != "corruptions"]
-    catch = ladders.ladder("rlwrappers/Catch-v0")
-    assert catch.kind == "image" and catch.calibration["obs_std"] is None and catch.calibration["state_std"] is None
-    assert list(catch.families) == [f for f in ladders.FAMILIES if f not in ("init_noise", "dynamics")]
-    assert list(catch.families["corruptions"]["sub_families"]) == list(ladders.CORRUPTIONS)
+    for env_id in IMAGE:
+        image = ladders.ladder(env_id)
+        assert image.kind == "image" and image.calibration["obs_std"] is None
+        assert image.calibration["state_std"] is None
+        assert list(image.families) == [f for f in ladders.FAMILIES if f not in ("init_noise", "dynamics")]
+        assert list(image.families["corruptions"]["sub_families"]) == list(ladders.CORRUPTIONS)
 
 
 def test_arms_come_in_a_fixed_order_one_per_family_sub_family_and_level():
@@ -94,26 +139,74 @@ def test_every_entry_parses_back_to_itself(env_id):
         assert json_form(Entry.parse(entry).to_dict()) == entry
 
 
-def run(env_id: str, entries: list[dict[str, Any]], agent: rw.agents.Agent, steps: int = 3) -> None:
-    env = rw.wrap(gym.make(env_id), *entries)
-    needs_agent = any(Entry.parse(e).perturbation.needs_agent for e in entries)
-    assert rw.attach(env, agent) == int(needs_agent)
+def needs_agent(entries: list[dict[str, Any]]) -> bool:
+    return any(Entry.parse(e).perturbation.needs_agent for e in entries)
+
+
+def run(ladder: ladders.Ladder, entries: list[dict[str, Any]], agent: rw.agents.Agent | None, steps: int = 3) -> None:
+    """Plays a few steps of the ladder's env (preprocessed) under ``entries``: the agent's, or random actions."""
+    env = rw.wrap(make(ladder), *entries)
+    if agent is not None:
+        assert rw.attach(env, agent) == int(needs_agent(entries))
+    env.action_space.seed(0)
     obs, _ = env.reset(seed=0)
     for _ in range(steps):
         assert env.observation_space.contains(obs)
-        obs, _, terminated, truncated, _ = env.step(agent.act_one(obs))
+        action = env.action_space.sample() if agent is None else agent.act_one(obs)
+        obs, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
             break
     env.close()
 
 
-@pytest.mark.parametrize("env_id", ENVS)
-def test_every_arm_wraps_the_real_env_with_the_zoo_agent_attached(env_id):
-    agent = rw.load_agent(AGENTS[env_id], seed=0)
+@pytest.mark.parametrize("env_id", ENVS_SLOW_BREAKOUT)
+def test_every_arm_wraps_the_preprocessed_env_with_the_agent_attached(env_id):
+    needs_env(env_id)
     ladder = ladders.ladder(env_id)
+    agent = breakout_agent() if env_id == BREAKOUT else rw.load_agent(AGENTS[env_id], seed=0)
+    if env_id == BREAKOUT:
+        assert make(ladder).observation_space == gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    skipped = []
     for arm in ladder.arms():
-        run(env_id, arm.entries, agent)
-    run(env_id, ladder.recovery.entries, agent)
+        if agent is None and needs_agent(arm.entries):
+            skipped.append(arm.name)  # without an agent, random actions play the arms that need none
+            continue
+        run(ladder, arm.entries, agent)
+    run(ladder, ladder.recovery.entries, agent)
+    if skipped:
+        pytest.skip(missing_agent_message(f"the arms that need an agent were not run: {skipped}"))
+
+
+@pytest.mark.slow
+def test_breakouts_corruptions_act_on_each_stacked_frame_alone():
+    """The corruptions infer the layout of (4, 84, 84) as four frames (chw), not one image with 4 channels."""
+    pytest.importorskip("ale_py")
+    ladder = ladders.ladder(BREAKOUT)
+    per_frame = {
+        "brightness_contrast": lambda f, e: corruptions.brightness_contrast(f, e["alpha"], e["beta"], layout="hw"),
+        "median_blur": lambda f, e: corruptions.median_blur(f, e["k"], layout="hw"),
+        "rotate": lambda f, e: corruptions.rotate(f, e["degrees"], layout="hw"),
+        "translate": lambda f, e: corruptions.translate(f, e["ti"], e["tj"], layout="hw"),
+        "jpeg": lambda f, e: corruptions.jpeg(f, e["quality"], layout="hw"),
+    }
+    acts = [1, 2, 2, 3, 0]
+
+    def rollout(env: gym.Env[Any, Any]) -> list[np.ndarray]:
+        return [env.reset(seed=1)[0]] + [env.step(a)[0] for a in acts]
+
+    clean = rollout(make(ladder))
+    assert all(x.any() for x in clean)
+    for arm in ladder.arms("corruptions"):
+        (entry,) = arm.entries
+        assert entry["layout"] is None  # inferred
+        corrupted = rw.wrap(make(ladder), entry)
+        for x, y in zip(clean, rollout(corrupted), strict=True):
+            assert y.shape == (4, 84, 84) and y.dtype == np.uint8 and corrupted.observation_space.contains(y)
+            if arm.sub_family in per_frame:
+                expected = np.stack([per_frame[arm.sub_family](frame, entry) for frame in x])
+                np.testing.assert_array_equal(y, expected, err_msg=arm.name)
+            else:
+                assert not np.array_equal(x, y), arm.name
 
 
 # -- levels ------------------------------------------------------------------------------------------------------
@@ -215,14 +308,27 @@ def test_dynamics_grow_geometrically_from_nominal_to_the_hull_at_level_5(env_id)
                 assert drawn["low"] <= n <= drawn["high"]
 
 
-def test_the_image_ladder_follows_its_constants():
-    catch = ladders.ladder("rlwrappers/Catch-v0")
-    assert [a.entries[0]["std"] for a in catch.arms("obs_noise")] == list(definition.IMAGE_OBS_NOISE_STD)
-    attacks = [a.entries[0] for a in catch.arms("attack")]
+@pytest.mark.parametrize("env_id", IMAGE)
+def test_the_image_ladder_follows_its_constants(env_id):
+    image = ladders.ladder(env_id)
+    assert [a.entries[0]["std"] for a in image.arms("obs_noise")] == list(definition.IMAGE_OBS_NOISE_STD)
+    assert [a.entries[0]["p"] for a in image.arms("action_noise")] == list(definition.ACTION_NOISE_P)
+    assert [a.entries[0]["p"] for a in image.arms("sticky_action")] == list(definition.STICKY_P)
+    assert [a.entries[0]["std"] for a in image.arms("param_noise")] == list(definition.PARAM_NOISE_STD)
+    attacks = [a.entries[0] for a in image.arms("attack")]
     assert {(e["name"], e["eps"]) for e in attacks} == {("fgsm", 1 / 255)}
     assert [e["when"] for e in attacks] == [f"prob(p={p})" for p in definition.IMAGE_ATTACK_P]
-    rotations = [a.entries[0]["degrees"] for a in catch.arms("corruptions") if a.sub_family == "rotate"]
+    rotations = [a.entries[0]["degrees"] for a in image.arms("corruptions") if a.sub_family == "rotate"]
     assert rotations == list(definition.ROTATE_DEGREES)
+    assert image.arms("init_noise") == [] and image.arms("dynamics") == []
+
+
+def test_breakouts_families_are_catchs():
+    """Both image ladders hold the same families; they differ in their env, random return and recovery window."""
+    breakout, catch = ladders.ladder(BREAKOUT), ladders.ladder("rlwrappers/Catch-v0")
+    assert breakout.families == catch.families
+    assert (breakout.recovery.start, breakout.recovery.stop, breakout.recovery.window) == (200, 300, 100)
+    assert breakout.recovery.horizon == 1000
 
 
 @pytest.mark.parametrize("env_id", ENVS)
@@ -242,12 +348,57 @@ def test_the_recovery_shift_is_the_level_4_observation_noise_in_a_window(env_id)
     assert Entry.parse(shift).when == Window(expected.start, expected.stop, unit="step")
 
 
-@pytest.mark.parametrize("env_id", ENVS)
+@pytest.mark.parametrize("env_id", list(AGENTS))
 def test_the_random_return_is_below_the_zoo_agents_clean_return(env_id):
     ladder = ladders.ladder(env_id)
     assert ladder.calibration["random_episodes"] > 0
     for seed in zoo.card(AGENTS[env_id])["seeds"].values():
         assert ladder.random_return < seed["returns"]["clean"]["mean"]
+
+
+@pytest.mark.slow
+def test_breakouts_random_return_is_below_the_ppo_agents_game_score():
+    pytest.importorskip("ale_py")
+    ladder = ladders.ladder(BREAKOUT)
+    assert ladder.calibration["random_episodes"] >= 5
+    agent = breakout_agent()
+    if agent is None:
+        pytest.skip(missing_agent_message("no agent to compare the random return with"))
+    env = make(ladder)
+    obs, _ = env.reset(seed=0)
+    score, terminated, truncated = 0.0, False, False
+    while not (terminated or truncated):
+        obs, reward, terminated, truncated, info = env.step(agent.act_one(obs))
+        score += float(reward)
+    assert info["lives"] == 0 or truncated  # one whole game
+    assert ladder.random_return < score
+
+
+# -- the env: how the ladder builds it ---------------------------------------------------------------------------
+def test_every_preprocessing_name_has_its_picklable_wrappers():
+    assert ladders.preprocessing_wrappers(None) == []
+    for name in ladders.PREPROCESSING:
+        if name == "atari-games":
+            pytest.importorskip("ale_py")
+        wrappers = ladders.preprocessing_wrappers(name)
+        assert wrappers and all(map(callable, wrappers))
+        assert pickle.loads(pickle.dumps(wrappers)) == wrappers  # workers started without fork receive them
+    assert {ladders.ladder(e).preprocessing for e in ENVS} - {None} <= set(ladders.PREPROCESSING)
+
+
+def test_breakouts_time_limit_counts_raw_frames():
+    """gym.make's TimeLimit wraps the frame-skip-1 env: 18,000 of its steps are 18,000 frames, 4 per agent step."""
+    pytest.importorskip("ale_py")
+    ladder = ladders.ladder(BREAKOUT)
+    ladders.preprocessing_wrappers(ladder.preprocessing)  # registers ALE's IDs
+    raw = gym.make(BREAKOUT, **ladder.env_kwargs)
+    assert isinstance(raw, gym.wrappers.TimeLimit) and raw.spec is not None
+    assert raw.spec.max_episode_steps == 18_000 and raw.spec.kwargs["frameskip"] == 1
+    env = make(ladder)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(0)
+    _, _, _, _, later = env.step(0)
+    assert later["episode_frame_number"] - info["episode_frame_number"] == 4  # frame skip 4
 
 
 # -- bad inputs --------------------------------------------------------------------------------------------------
@@ -267,5 +418,14 @@ def test_bad_inputs_raise_typed_errors_naming_the_argument():
         cartpole.arms(3)  # type: ignore[arg-type]
     with pytest.raises(error.UnknownName, match=r"`env_id` 'Acrobot-v1' has no card-v1 ladder"):
         calibration.calibrate("Acrobot-v1")
-    with pytest.raises(error.InvalidArgument, match="needs the keys"):
+    with pytest.raises(error.InvalidArgument, match=r"needs the keys \[.*'env_kwargs', 'preprocessing'"):
         ladders.Ladder.from_dict({"ladder": "card-v1"})
+    data = json.loads((calibration.DIRECTORY / "card-v1" / "CartPole-v1.json").read_text(encoding="utf-8"))
+    with pytest.raises(error.InvalidArgument, match=r"`env_kwargs` must be a dict, received \['x'\]"):
+        ladders.Ladder.from_dict({**data, "env_kwargs": ["x"]})
+    with pytest.raises(error.InvalidArgument, match="`preprocessing` must be a name or null, received 3"):
+        ladders.Ladder.from_dict({**data, "preprocessing": 3})
+    with pytest.raises(error.UnknownName, match=r"`name` 'atari-game' is not a preprocessing.*`atari-games`"):
+        ladders.preprocessing_wrappers("atari-game")
+    with pytest.raises(error.InvalidType, match="`name` must be a preprocessing name or None, received 3"):
+        ladders.preprocessing_wrappers(3)  # type: ignore[arg-type]

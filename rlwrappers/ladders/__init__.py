@@ -9,15 +9,44 @@ return, the zero of :func:`rlwrappers.metrics.card.impact`. The files are made b
 :func:`rlwrappers.ladders.calibration.calibrate` (``scripts/calibrate_ladders.py`` rewrites them all), and a test
 checks that they equal what it makes now, byte for byte.
 
-Version ``card-v1`` (:data:`LADDER`) has ladders for CartPole-v1, Pendulum-v1, Hopper-v5 and
-rlwrappers/Catch-v0. Its constants live in :mod:`rlwrappers.ladders.definition`.
+**The env.** A ladder says how its env is built, as the agents see it: ``gym.make(env_id, **ladder.env_kwargs)``,
+then the wrappers of ``ladder.preprocessing`` (a name, or None), which :func:`preprocessing_wrappers` makes. They
+go under the shifts (``EnvSetup(kwargs=ladder.env_kwargs, wrappers=preprocessing_wrappers(ladder.preprocessing))``
+for :func:`rlwrappers.evaluate`), so the shifts act on the agent's input. The calibration builds the env the same
+way (:func:`rlwrappers.ladders.calibration.make_env`).
 
-**Calibration.** A uniform-random policy plays 10,000 steps: ``action_space.seed(0)``, and episode ``i`` (from
-0) resets with ``seed=i``. ``sigma_d`` is each observation dimension's standard deviation over every observation
-seen (those after each reset included), ``state_sigma_d`` the same of the simulator's state vector (what
-``init_noise`` perturbs: :func:`rlwrappers.state.simulators.simulator`'s ``get_state()``), both to six
-significant digits; ``random_return`` is the mean return over the episodes that ended within the 10,000 steps
-(to six significant digits). Products ``k * sigma_d`` are kept to ten significant digits.
+Version ``card-v1`` (:data:`LADDER`) has ladders for CartPole-v1, Pendulum-v1, Hopper-v5, rlwrappers/Catch-v0 and
+BreakoutNoFrameskip-v4. Its constants live in :mod:`rlwrappers.ladders.definition`.
+
+=======================  ================================  ==============  ======
+env                      env_kwargs                        preprocessing   kind
+=======================  ================================  ==============  ======
+CartPole-v1              ``{}``                            None            vector
+Pendulum-v1              ``{}``                            None            vector
+Hopper-v5                ``{}``                            None            vector
+rlwrappers/Catch-v0      ``{}``                            None            image
+BreakoutNoFrameskip-v4   ``{"max_episode_steps": 18000}``  "atari-games"   image
+=======================  ================================  ==============  ======
+
+**Breakout** is for SB3's Atari agents (trained with SB3's ``AtariWrapper`` and a stack of four frames). Its
+preprocessing, ``"atari-games"``, is :func:`rlwrappers.wrappers.atari.atari_wrapper` with ``games=True``
+(:class:`~rlwrappers.wrappers.atari.GamesAsEpisodes`): SB3's ``AtariWrapper`` (frame skip 4, rewards unclipped)
+and a channel-first stack of four 84x84 grayscale frames, uint8 ``(4, 84, 84)``, with a whole game as one
+episode, as SB3's ``evaluate_policy`` counts it: a lost life restarts the next one within the episode (SB3's
+no-op and FIRE, the stack refilled from zeros), and the return is the game's score. Its ``TimeLimit`` wraps the
+raw env, whose steps are frames, so it caps a game at 18,000 frames (4,500 agent steps less those of the
+resets), the usual Atari cap: a stuck agent would otherwise play on for tens of thousands of steps. The
+corruptions act on each of the four stacked frames alone (the layout is inferred as ``"chw"``); the attack and
+parameter noise act on the agent's input, which the shifts see.
+
+**Calibration.** A uniform-random policy plays 10,000 steps (Breakout's are agent steps, four frames each, and its
+episodes whole games): ``action_space.seed(0)``, and episode ``i`` (from 0) resets with ``seed=i``. ``sigma_d``
+is each observation dimension's standard deviation over every observation seen (those after each reset included),
+``state_sigma_d`` the same of the simulator's state vector (what ``init_noise`` perturbs:
+:func:`rlwrappers.state.simulators.simulator`'s ``get_state()``), both to six significant digits;
+``random_return`` is the mean return over the episodes that ended within the 10,000 steps (to six significant
+digits): for Breakout, the mean score of the 55 whole games that ended within them (1.6), enough for a mean, so
+Breakout needs no more steps than the other envs. Products ``k * sigma_d`` are kept to ten significant digits.
 
 **Vector envs** (float observations), level 1 to 5:
 
@@ -78,7 +107,10 @@ levels span 90 to 10, the range ``rw.sweep``'s default JPEG sweep covers.
 **Recovery.** The level-4 observation noise, switched on for steps ``start <= t < stop`` of each episode
 (``window(start=S, stop=E, unit="step")``); ``window`` and ``horizon`` are those of
 :func:`rlwrappers.metrics.card.recovery_time`: CartPole-v1 100, 150, 20, 200; Pendulum-v1 50, 100, 10, 100;
-Hopper-v5 200, 300, 20, 300; rlwrappers/Catch-v0 27, 45, 9, 45.
+Hopper-v5 200, 300, 20, 300; rlwrappers/Catch-v0 27, 45, 9, 45; BreakoutNoFrameskip-v4 200, 300, 100, 1000 (agent
+steps of a whole game: the noise strikes for 100 steps well into the first life; a random game lasts about 180
+steps, an SB3 PPO agent scoring about 35 plays games of 700 to 900, so the horizon of 1,000 in effect runs to the
+game's end, and a game that ends before its trailing mean holds the band for 100 steps has not recovered).
 
 Example:
     >>> from rlwrappers.ladders import ladder
@@ -89,6 +121,9 @@ Example:
     [{'name': 'sticky_action', 'p': 0.25, 'duration': 1, 'when': 'always'}]
     >>> cartpole.recovery.start, cartpole.recovery.stop
     (100, 150)
+    >>> breakout = ladder("BreakoutNoFrameskip-v4")
+    >>> breakout.env_kwargs, breakout.preprocessing, cartpole.env_kwargs, cartpole.preprocessing
+    ({'max_episode_steps': 18000}, 'atari-games', {}, None)
 """
 
 from __future__ import annotations
@@ -104,13 +139,15 @@ from typing import Any
 
 from rlwrappers.error import InvalidArgument, InvalidType, UnknownName, did_you_mean
 from rlwrappers.ladders.calibration import DIRECTORY, calibrate, file_name, to_json, write
-from rlwrappers.ladders.definition import CORRUPTIONS, FAMILIES, LADDER, LEVELS, Family
+from rlwrappers.ladders.definition import CORRUPTIONS, FAMILIES, LADDER, LEVELS, PREPROCESSING, Family
+from rlwrappers.ladders.preprocessing import preprocessing_wrappers
 
 __all__ = [
     "CORRUPTIONS",
     "FAMILIES",
     "LADDER",
     "LEVELS",
+    "PREPROCESSING",
     "Arm",
     "Family",
     "Ladder",
@@ -119,6 +156,7 @@ __all__ = [
     "file_name",
     "ladder",
     "ladders",
+    "preprocessing_wrappers",
     "to_json",
     "versions",
     "write",
@@ -170,6 +208,9 @@ class Ladder:
     Attributes:
         version: the ladder version, e.g. "card-v1".
         env_id: the env's Gymnasium ID.
+        env_kwargs: ``gym.make``'s keyword arguments for the env (e.g. Breakout's ``max_episode_steps``).
+        preprocessing: the name of the preprocessing the agents see (:func:`preprocessing_wrappers` makes its
+            wrappers, to apply under the shifts), or None.
         kind: "vector" (float observations) or "image" (uint8 frames).
         calibration: how the scales and the random return were measured, and the measured scales.
         random_return: the mean return of a uniform-random policy.
@@ -180,6 +221,8 @@ class Ladder:
 
     version: str
     env_id: str
+    env_kwargs: Mapping[str, Any]
+    preprocessing: str | None
     kind: str
     calibration: Mapping[str, Any]
     random_return: float
@@ -192,19 +235,38 @@ class Ladder:
         """A ladder from the JSON form its file holds.
 
         Raises:
-            InvalidArgument: a key is missing, or a family is not one of :data:`FAMILIES`.
+            InvalidArgument: a key is missing, a family is not one of :data:`FAMILIES`, ``env_kwargs`` is not a
+                dict, or ``preprocessing`` is neither a name nor null.
         """
-        required = ("ladder", "env_id", "kind", "calibration", "random_return", "families", "recovery")
+        required = (
+            "ladder",
+            "env_id",
+            "env_kwargs",
+            "preprocessing",
+            "kind",
+            "calibration",
+            "random_return",
+            "families",
+            "recovery",
+        )
         missing = [key for key in required if key not in data]
         if missing:
             raise InvalidArgument(f"a ladder needs the keys {missing}, received keys {list(data)}")
         unknown = [name for name in data["families"] if name not in FAMILIES]
         if unknown:
             raise InvalidArgument(f"a ladder's `families` must be among {list(FAMILIES)}, received {unknown}")
+        if not isinstance(data["env_kwargs"], Mapping):
+            raise InvalidArgument(f"a ladder's `env_kwargs` must be a dict, received {data['env_kwargs']!r}")
+        if data["preprocessing"] is not None and not isinstance(data["preprocessing"], str):
+            raise InvalidArgument(
+                f"a ladder's `preprocessing` must be a name or null, received {data['preprocessing']!r}"
+            )
         recovery = dict(data["recovery"])
         return cls(
             version=str(data["ladder"]),
             env_id=str(data["env_id"]),
+            env_kwargs=copy.deepcopy(dict(data["env_kwargs"])),
+            preprocessing=data["preprocessing"],
             kind=str(data["kind"]),
             calibration=copy.deepcopy(dict(data["calibration"])),
             random_return=float(data["random_return"]),

@@ -28,10 +28,21 @@ from numpy.typing import NDArray
 from rlwrappers.core import Entry
 from rlwrappers.error import IncompatibleSpace, UnknownName, did_you_mean
 from rlwrappers.ladders import definition as card
+from rlwrappers.ladders.preprocessing import preprocessing_wrappers
 from rlwrappers.state.simulators import simulator
 from rlwrappers.uncertainty import uncertainty_set
 
-__all__ = ["DIRECTORY", "Measurement", "calibrate", "env_kind", "file_name", "measure", "to_json", "write"]
+__all__ = [
+    "DIRECTORY",
+    "Measurement",
+    "calibrate",
+    "env_kind",
+    "file_name",
+    "make_env",
+    "measure",
+    "to_json",
+    "write",
+]
 
 #: Where the shipped ladders live: one folder per version.
 DIRECTORY: Final = Path(__file__).parent
@@ -40,6 +51,21 @@ DIRECTORY: Final = Path(__file__).parent
 def file_name(env_id: str) -> str:
     """The file of ``env_id``'s ladder within its version's folder: ``/`` becomes ``-``."""
     return env_id.replace("/", "-") + ".json"
+
+
+def make_env(env_id: str) -> gym.Env[Any, Any]:
+    """``env_id`` as its ladder builds it: ``gym.make`` with its ``env_kwargs``, then its preprocessing's wrappers.
+
+    Example:
+        >>> from rlwrappers.ladders.calibration import make_env
+        >>> make_env("BreakoutNoFrameskip-v4").observation_space.shape
+        (4, 84, 84)
+    """
+    wrappers = preprocessing_wrappers(card.ENV_PREPROCESSING.get(env_id))  # first: it may register the env's ID
+    env = gym.make(env_id, **card.ENV_KWARGS.get(env_id, {}))
+    for wrapper in wrappers:
+        env = wrapper(env)
+    return env
 
 
 def env_kind(env: gym.Env[Any, Any]) -> str:
@@ -97,13 +123,13 @@ class Measurement:
 
 
 def measure(env_id: str, steps: int = card.CALIBRATION_STEPS, seed: int = card.CALIBRATION_SEED) -> Measurement:
-    """Plays ``steps`` uniform-random steps of ``env_id`` and measures it.
+    """Plays ``steps`` uniform-random steps of ``env_id`` (built by :func:`make_env`) and measures it.
 
     ``action_space.seed(seed)``, and episode ``i`` (from 0) resets with ``seed + i``. The standard deviations
     are over every observation (and state) seen, those after each reset included; the return is the mean over
     the episodes that ended (terminated or truncated) within ``steps``.
     """
-    env = gym.make(env_id)
+    env = make_env(env_id)
     try:
         vector = env_kind(env) == "vector"
         sim = simulator(env, purpose="the ladder's calibration") if vector else None
@@ -209,7 +235,7 @@ def calibrate(env_id: str) -> dict[str, Any]:
             f"`env_id` {env_id!r} has no {card.LADDER} ladder; ladders exist for {list(card.ENVS)}."
             + did_you_mean(str(env_id), card.ENVS)
         )
-    env = gym.make(env_id)
+    env = make_env(env_id)
     kind, actions = env_kind(env), env.action_space
     env.close()
     m = measure(env_id)
@@ -262,6 +288,8 @@ def calibrate(env_id: str) -> dict[str, Any]:
     return {
         "ladder": card.LADDER,
         "env_id": env_id,
+        "env_kwargs": dict(card.ENV_KWARGS.get(env_id, {})),
+        "preprocessing": card.ENV_PREPROCESSING.get(env_id),
         "kind": kind,
         "calibration": {
             "policy": card.CALIBRATION_POLICY,

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "ACTION_NOISE_P",
     "ACTION_NOISE_RANGE_K",
+    "ATARI_MAX_FRAMES",
     "ATTACK_K",
     "ATTACK_STEPS",
     "BRIGHTNESS_ALPHA",
@@ -22,6 +23,8 @@ __all__ = [
     "CALIBRATION_STEPS",
     "CORRUPTIONS",
     "ENVS",
+    "ENV_KWARGS",
+    "ENV_PREPROCESSING",
     "FAMILIES",
     "IMAGE_ATTACK_EPS",
     "IMAGE_ATTACK_P",
@@ -34,6 +37,7 @@ __all__ = [
     "OBS_NOISE_K",
     "PARAM_NOISE_STD",
     "PERSPECTIVE_NORM",
+    "PREPROCESSING",
     "RECOVERY",
     "RECOVERY_LEVEL",
     "REPEATED_LEVELS",
@@ -119,7 +123,24 @@ CORRUPTIONS: Final[Mapping[str, Family]] = {
 }
 
 #: The envs card-v1 has a ladder for, in order.
-ENVS: Final = ("CartPole-v1", "Pendulum-v1", "Hopper-v5", "rlwrappers/Catch-v0")
+ENVS: Final = ("CartPole-v1", "Pendulum-v1", "Hopper-v5", "rlwrappers/Catch-v0", "BreakoutNoFrameskip-v4")
+
+# How each env is built: ``gym.make(env_id, **ENV_KWARGS[env_id])``, then the wrappers its preprocessing names.
+#: Atari games end after this many raw frames (the usual cap; four per agent step with frame skip 4): a stuck
+#: agent otherwise plays on for tens of thousands of steps.
+ATARI_MAX_FRAMES: Final = 18_000
+#: ``gym.make``'s keyword arguments, by env (an env absent here takes none). Breakout's ``TimeLimit`` wraps the
+#: raw env, whose steps are single frames, so it counts raw frames.
+ENV_KWARGS: Final[Mapping[str, Mapping[str, Any]]] = {"BreakoutNoFrameskip-v4": {"max_episode_steps": ATARI_MAX_FRAMES}}
+#: The preprocessing names and what each does: :func:`rlwrappers.ladders.preprocessing_wrappers` makes its wrappers.
+PREPROCESSING: Final[Mapping[str, str]] = {
+    "atari-games": (
+        "SB3's Atari preprocessing (AtariWrapper, unclipped rewards, a channel-first stack of 4 84x84 frames) with"
+        " whole games as episodes: rlwrappers.wrappers.atari.atari_wrapper(env, frame_stack=4, games=True)"
+    ),
+}
+#: The preprocessing each env's agents see, by env (an env absent here has none): the shifts act on its output.
+ENV_PREPROCESSING: Final[Mapping[str, str]] = {"BreakoutNoFrameskip-v4": "atari-games"}
 
 # Calibration: a uniform-random policy for a fixed number of steps.
 CALIBRATION_POLICY: Final = "uniform-random"
@@ -178,4 +199,7 @@ RECOVERY: Final[Mapping[str, RecoveryWindow]] = {
     "Pendulum-v1": RecoveryWindow(50, 100, 10, 100),
     "Hopper-v5": RecoveryWindow(200, 300, 20, 300),
     "rlwrappers/Catch-v0": RecoveryWindow(27, 45, 9, 45),
+    # Agent steps of a whole game: a random game lasts about 180 of them, an SB3 PPO agent's (scoring about 35)
+    # 700 to 900, so the horizon in effect runs to the game's end.
+    "BreakoutNoFrameskip-v4": RecoveryWindow(200, 300, 100, 1000),
 }

@@ -1,4 +1,4 @@
-"""Atari: SB3's Atari preprocessing for one env, and lives counted as episodes (seed 001, Appendix C.1)."""
+"""Atari: SB3's Atari preprocessing for one env, with lives (seed 001, Appendix C.1) or whole games as episodes."""
 
 from __future__ import annotations
 
@@ -6,9 +6,13 @@ from typing import Any
 
 import gymnasium as gym
 
-from rlwrappers.error import InvalidArgument
+from rlwrappers import _optional
+from rlwrappers.error import InvalidArgument, InvalidType
 
-__all__ = ["LivesAsEpisodes", "atari_wrapper"]
+__all__ = ["GamesAsEpisodes", "LivesAsEpisodes", "atari_wrapper"]
+
+#: The side of the square grayscale frames SB3's Atari agents see.
+SCREEN_SIZE = 84
 
 
 class LivesAsEpisodes(gym.Wrapper[Any, Any, Any, Any]):
@@ -47,18 +51,155 @@ class LivesAsEpisodes(gym.Wrapper[Any, Any, Any, Any]):
         return obs, reward, terminated or life_lost, truncated, info
 
 
-def atari_wrapper(env: gym.Env[Any, Any], frame_stack: int = 4) -> gym.Env[Any, Any]:
+class _Game(gym.Wrapper[Any, Any, Any, Any]):
+    """Watches the raw game under SB3's ``AtariWrapper``: its resets, its end, and its rewards since :meth:`clear`.
+
+    Attributes:
+        resets: how many times the game was reset (each starts a new game).
+        end: ``(terminated, truncated)`` of the raw step that ended the game since the last :meth:`clear`, or None.
+        reward: the raw rewards since the last :meth:`clear`, up to the game's end.
+    """
+
+    def __init__(self, env: gym.Env[Any, Any]):
+        super().__init__(env)
+        self.resets = 0
+        self.end: tuple[bool, bool] | None = None
+        self.reward = 0.0
+
+    def clear(self) -> None:
+        """Forgets the end and the rewards seen so far."""
+        self.end, self.reward = None, 0.0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Resets the game (a new game); counts it."""
+        self.resets += 1
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        """Steps the game; adds its reward, and records its end."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self.end is None:
+            self.reward += float(reward)
+            if terminated or truncated:
+                self.end = (bool(terminated), bool(truncated))
+        return obs, reward, terminated, truncated, info
+
+
+def _check_frame_stack(frame_stack: Any) -> int:
+    if not isinstance(frame_stack, int) or isinstance(frame_stack, bool) or frame_stack < 1:
+        raise InvalidArgument(f"`frame_stack` must be an int >= 1, received {frame_stack!r}")
+    return frame_stack
+
+
+def _preprocessing(env: gym.Env[Any, Any], frame_stack: int, padding: str) -> tuple[gym.Env[Any, Any], Any]:
+    """SB3's ``AtariWrapper`` (a life ends the episode, rewards unclipped) under a channel-first frame stack.
+
+    Returns the stack and the ``AtariWrapper``'s ``EpisodicLifeEnv`` layer.
+    """
+    atari_wrappers = _optional.require("stable_baselines3.common.atari_wrappers", purpose="SB3's Atari preprocessing")
+    env = atari = atari_wrappers.AtariWrapper(
+        env, screen_size=SCREEN_SIZE, terminal_on_life_loss=True, clip_reward=False
+    )
+    layer: gym.Env[Any, Any] = atari
+    while not isinstance(layer, atari_wrappers.EpisodicLifeEnv):
+        assert isinstance(layer, gym.Wrapper)  # AtariWrapper(terminal_on_life_loss=True) holds one
+        layer = layer.env
+    env = gym.wrappers.ReshapeObservation(env, (SCREEN_SIZE, SCREEN_SIZE))
+    return gym.wrappers.FrameStackObservation(env, frame_stack, padding_type=padding), layer
+
+
+class GamesAsEpisodes(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorArgs):
+    """SB3's Atari preprocessing with whole games as episodes, as SB3's ``evaluate_policy`` counts them.
+
+    Builds :func:`atari_wrapper`'s stack over the raw ALE ``env`` (SB3's ``AtariWrapper``, where a lost life
+    ends the episode, rewards unclipped, and a channel-first stack of ``frame_stack`` frames), and hides the
+    lives from the caller: when a life is lost, it resets the stack itself, which goes on with the same game
+    (SB3's reset after a lost life: a no-op step, then FIRE), and returns that observation with
+    ``terminated=False``. The episode ends only when the game is over (``terminated``, ``info["lives"]`` 0) or
+    truncated (a ``TimeLimit`` on the raw env, e.g. ``gym.make(id, max_episode_steps=18000)``, counts raw
+    frames: four per step). So the episode's return is the game's score, as SB3's ``Monitor`` (under its
+    ``AtariWrapper``) sums it while its vector env resets the ``AtariWrapper`` at each lost life: the rewards of
+    the restart's steps, which the ``AtariWrapper`` drops, are added to the step that lost the life.
+
+    As SB3's ``VecFrameStack`` does at each reset and at each ``done`` (a lost life), the stack restarts from
+    zeros with the new frame last. ``reset`` always starts a new game from its seed (SB3's 1 to 30 random
+    no-ops, drawn from the env's generator, then FIRE), even within a game. If a game ends during a life's
+    restart (its time limit strikes within the restart's steps), the episode ends there with the game's
+    flags, and the observation is the last one before the restart.
+
+    No vector version: wrap each sub-env.
+
+    Args:
+        env: the raw ALE env, without frame skip of its own (``BreakoutNoFrameskip-v4``, or
+            ``ALE/Breakout-v5`` with ``frameskip=1``).
+        frame_stack: how many frames the agent sees.
+
+    Example:
+        >>> import ale_py, gymnasium as gym
+        >>> gym.register_envs(ale_py)
+        >>> from rlwrappers.wrappers.atari import GamesAsEpisodes
+        >>> env = GamesAsEpisodes(gym.make("BreakoutNoFrameskip-v4", max_episode_steps=18_000))
+        >>> obs, _ = env.reset(seed=0)
+        >>> obs.shape, obs[:3].max()  # zeros, then the first frame
+        ((4, 84, 84), np.uint8(0))
+        >>> steps, terminated = 0, False
+        >>> while not terminated:  # NOOP: the ball goes past the paddle, once per life
+        ...     _, _, terminated, truncated, info = env.step(0)
+        ...     steps += 1
+        >>> steps, info["lives"], truncated
+        (115, 0, False)
+    """
+
+    def __init__(self, env: gym.Env[Any, Any], frame_stack: int = 4):
+        frame_stack = _check_frame_stack(frame_stack)
+        gym.utils.RecordConstructorArgs.__init__(self, frame_stack=frame_stack)
+        self._game = _Game(env)
+        stack, self._lives = _preprocessing(self._game, frame_stack, "zero")
+        gym.Wrapper.__init__(self, stack)
+        self.frame_stack = frame_stack
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Starts a new game, seeded by ``seed``, whether or not the last one is over."""
+        self._lives.was_real_done = True  # SB3's EpisodicLifeEnv resets the game only when this says it ended
+        self._game.clear()
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Steps the game; a lost life restarts the next one within the episode, which ends with the game."""
+        self._game.clear()
+        obs, _, terminated, truncated, info = self.env.step(action)
+        if terminated and not truncated and self._game.end is None:  # a lost life: the game goes on
+            last = obs
+            obs, _ = self.env.reset()  # the seed is unused: SB3's EpisodicLifeEnv goes on with the game
+            if self._game.end is not None:  # the game ended within the restart, which then began a new one
+                obs = last
+                terminated, truncated = self._game.end
+            else:
+                terminated = False
+        return obs, self._game.reward, bool(terminated), bool(truncated), info
+
+
+def atari_wrapper(env: gym.Env[Any, Any], frame_stack: int = 4, games: bool = False) -> gym.Env[Any, Any]:
     """The input SB3's Atari agents see, for one env: uint8 ``(frame_stack, 84, 84)``, channel first.
 
     SB3's ``AtariWrapper`` as ``make_atari_env`` applies it (30 random no-ops at reset, frame skip 4 with a max
     over the last two frames, 84x84 grayscale, FIRE at the start of each life where the game needs it) with
     two changes for evaluation: rewards are not clipped, and while a life ends the episode (as in training),
     the next ``reset`` goes on with the same game and ignores its seed until the game is over. Then the last
-    ``frame_stack`` frames are stacked channel first, as SB3's ``VecTransposeImage`` hands them to the policy.
+    ``frame_stack`` frames are stacked channel first, as SB3's ``VecTransposeImage`` hands them to the policy
+    (padded with the reset frame at each reset).
+
+    With ``games=True``, an episode is a whole game instead, as SB3's ``evaluate_policy`` counts it: see
+    :class:`GamesAsEpisodes` (which also pads the stack with zeros, as SB3's ``VecFrameStack`` does).
 
     Wrap the raw ALE env, with no frame skip of its own (``BreakoutNoFrameskip-v4``, or
     ``ALE/Breakout-v5`` with ``frameskip=1``). A corruption that wraps ``env`` before this acts on the raw
     frame, one that wraps the result acts on the network's input.
+
+    Args:
+        env: the raw ALE env.
+        frame_stack: how many frames the agent sees.
+        games: whole games as episodes (:class:`GamesAsEpisodes`) rather than lives.
 
     Example:
         >>> import ale_py, gymnasium as gym
@@ -67,11 +208,12 @@ def atari_wrapper(env: gym.Env[Any, Any], frame_stack: int = 4) -> gym.Env[Any, 
         >>> env = atari_wrapper(gym.make("BreakoutNoFrameskip-v4"))
         >>> env.observation_space.shape
         (4, 84, 84)
+        >>> type(atari_wrapper(gym.make("BreakoutNoFrameskip-v4"), games=True)).__name__
+        'GamesAsEpisodes'
     """
-    from stable_baselines3.common.atari_wrappers import AtariWrapper
-
-    if not isinstance(frame_stack, int) or isinstance(frame_stack, bool) or frame_stack < 1:
-        raise InvalidArgument(f"`frame_stack` must be an int >= 1, received {frame_stack!r}")
-    env = AtariWrapper(env, screen_size=84, terminal_on_life_loss=True, clip_reward=False)
-    env = gym.wrappers.ReshapeObservation(env, (84, 84))
-    return gym.wrappers.FrameStackObservation(env, frame_stack)
+    frame_stack = _check_frame_stack(frame_stack)
+    if not isinstance(games, bool):
+        raise InvalidType(f"`games` must be a bool, received {games!r}")
+    if games:
+        return GamesAsEpisodes(env, frame_stack)
+    return _preprocessing(env, frame_stack, "reset")[0]
