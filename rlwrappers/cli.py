@@ -816,7 +816,9 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     card.add_argument("--out", required=True, help="the card's folder (with --compare: the leaderboard's)")
     card.add_argument("--families", help="only these families, separated by commas (the card then has no rating)")
     card.add_argument("--seeds", type=int, default=5, help="seeds per arm (default: 5)")
-    card.add_argument("--episodes", type=int, default=10, help="episodes per seed and arm (default: 10)")
+    card.add_argument(
+        "--episodes", type=int, default=None, help="episodes per seed and arm (default: 10; 4 whole games on Atari)"
+    )
     card.add_argument(
         "--mode", choices=("fast", "exact"), default="fast", help="network passes per batch or per run (default: fast)"
     )

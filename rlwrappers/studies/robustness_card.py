@@ -37,7 +37,7 @@ from rlwrappers.metrics import card as scores
 from rlwrappers.metrics import reproducibility
 from rlwrappers.spec import format_value
 from rlwrappers.studies.arms import make_env, resolve_agent
-from rlwrappers.studies.design import BACKENDS, BASELINE, Execution, Settings, Stack, episode_seed
+from rlwrappers.studies.design import BACKENDS, BASELINE, EnvSetup, Execution, Settings, Stack, episode_seed
 from rlwrappers.studies.results import Evaluation
 from rlwrappers.studies.run import evaluate
 
@@ -51,6 +51,9 @@ RECOVERY: Final = "recovery"
 AGENT: Final = "agent"
 #: A change of a Box action by more than this share of half its range counts as a flip.
 BOX_FLIP: Final = 0.1
+#: Episodes per seed and arm by default; Atari games are long, so an Atari card plays fewer.
+EPISODES: Final = 10
+ATARI_GAMES: Final = 4
 #: The most frames the card keeps of an episode for its animation.
 FRAMES: Final = 100
 
@@ -62,7 +65,7 @@ def robustness_card(
     out: str | os.PathLike[str],
     families: Sequence[str] | None = None,
     seeds: int = 5,
-    episodes: int = 10,
+    episodes: int | None = None,
     mode: str = "fast",
     reps: int = 2000,
     batch: int = 16,
@@ -79,7 +82,7 @@ def robustness_card(
         out: the card's folder; an interrupted card there resumes.
         families: run only these families (the card then has no overall rating); default: all of the ladder's.
         seeds: run seeds 0 .. seeds - 1, for every arm.
-        episodes: episodes per seed and arm.
+        episodes: episodes per seed and arm (default: 10, or :data:`ATARI_GAMES` whole games on Atari).
         mode: "fast" (one network pass per batch) or "exact" (one per run and step: the per-run runner's logs,
             bit for bit); see :mod:`rlwrappers.studies.batched`.
         reps: bootstrap replicates of every interval.
@@ -89,6 +92,8 @@ def robustness_card(
         progress: show a progress bar.
     """
     ladder = ladders_module.ladder(env_id)
+    if episodes is None:
+        episodes = ATARI_GAMES if ladder.preprocessing == "atari-games" else EPISODES
     if mode not in MODES:
         raise InvalidArgument(f"`mode` must be one of {MODES}, received {mode!r}")
     for name, value in (("seeds", seeds), ("episodes", episodes), ("reps", reps), ("batch", batch)):
@@ -108,6 +113,7 @@ def robustness_card(
     if families is None:
         shifts[RECOVERY] = ladder.recovery.entries
     root = Path(out)
+    setup = EnvSetup(kwargs=ladder.env_kwargs, wrappers=ladders_module.preprocessing_wrappers(ladder.preprocessing))
     started = time.perf_counter()
     evaluation = evaluate(
         {AGENT: agent},
@@ -116,6 +122,7 @@ def robustness_card(
         episodes=episodes,
         seeds=seeds,
         out=root / "runs",
+        env=setup,
         execution=Execution(backend=backend, workers=workers, progress=progress, batch=batch, exact=exact),
     )
     seconds = time.perf_counter() - started
@@ -125,7 +132,7 @@ def robustness_card(
     record["timings"] = {"seconds": seconds, "agent_steps": steps, "steps_per_second": steps / max(seconds, 1e-9)}
     from rlwrappers.report.card import write_robustness_card
 
-    write_robustness_card(record, root, frames=_frames(agent, evaluation, table, record, Stack()))
+    write_robustness_card(record, root, frames=_frames(agent, evaluation, table, record, setup.stack))
     return record
 
 
