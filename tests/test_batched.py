@@ -60,6 +60,10 @@ def test_exact_batches_give_the_per_run_logs_bit_for_bit(env_id: str, tmp_path: 
     assert_same_logs(one_by_one, together)
     split = evaluate(env_id, tmp_path / "workers", Execution(workers=2, progress=False, batch=3))
     assert_same_logs(one_by_one, split)
+    if env_id == "CartPole-v1":
+        pytest.importorskip("ray")
+        on_ray = evaluate(env_id, tmp_path / "ray", Execution(backend="ray", workers=2, progress=False, batch=4))
+        assert_same_logs(one_by_one, on_ray)
 
 
 @pytest.mark.slow
