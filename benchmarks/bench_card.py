@@ -7,9 +7,10 @@
 2. ``rw.evaluate`` on the CartPole ladder's level-3 arms with one run at a time (``batch=1``), with 16 runs
    stepped together and one network pass per batch (``exact=False``), and with 16 together and one pass per
    run (``exact=True``): agent steps per second and their ratios.
-3. With ``--breakout ZIP`` (an SB3 PPO agent): the same three on BreakoutNoFrameskip-v4 under
-   ``atari_wrapper`` (each episode one life), and SB3's ``evaluate_policy`` on ``make_atari_env`` with 8 envs
-   and ``VecFrameStack(4)`` (each episode a whole game) as a reference, in agent steps per second.
+3. With ``--breakout ZIP`` (an SB3 PPO agent): the same three on BreakoutNoFrameskip-v4 as its card plays it
+   (whole games, ``atari_wrapper(games=True)``, capped at 18,000 frames), and SB3's ``evaluate_policy`` on
+   ``make_atari_env`` with 8 envs and ``VecFrameStack(4)`` (each episode a whole game too) as a reference, in
+   agent steps per second.
 
 Everything runs in this process with one torch thread, unless ``--workers`` gives the runners more.
 
@@ -145,12 +146,12 @@ def breakout(path: str, seeds: int, episodes: int, games: int, frames: int, work
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.vec_env import VecFrameStack
 
-    from rlwrappers.wrappers.atari import atari_wrapper
+    from rlwrappers.ladders import preprocessing_wrappers
 
     gym.register_envs(ale_py)
     agent = rw.load_agent(path, trusted=True)
     shifts = ["obs_noise(std=8)", "action_noise(p=0.1)", "sticky_action(p=0.25)"]
-    setup = EnvSetup(kwargs={"max_episode_steps": frames}, wrappers=[atari_wrapper])
+    setup = EnvSetup(kwargs={"max_episode_steps": frames}, wrappers=preprocessing_wrappers("atari-games"))
 
     def evaluate(out: str, execution: Execution) -> Any:
         return rw.evaluate(
@@ -160,8 +161,8 @@ def breakout(path: str, seeds: int, episodes: int, games: int, frames: int, work
     evaluate(tempfile.mkdtemp(), Execution(workers=1, progress=False))  # warm-up
     runs = (len(shifts) + 1) * seeds
     rates = runners(
-        f"3. rw.evaluate on {BREAKOUT} + atari_wrapper, clean and {', '.join(shifts)}: {runs} runs x {episodes}"
-        f" episode(s), each episode one life (atari_wrapper ends it at a life lost), {workers} worker(s)",
+        f"3. rw.evaluate on {BREAKOUT}, whole games, clean and {', '.join(shifts)}: {runs} runs x {episodes}"
+        f" game(s), {workers} worker(s)",
         evaluate,
         workers,
         rounds,
@@ -200,9 +201,9 @@ def main() -> bool:
     parser.add_argument("--rounds", type=int, default=1, help="rounds of parts 2 and 3 (medians are printed)")
     parser.add_argument("--breakout", metavar="ZIP", help="an SB3 PPO Breakout zip: run part 3 with it")
     parser.add_argument("--breakout-seeds", type=int, default=4, help="seeds per arm (part 3)")
-    parser.add_argument("--breakout-episodes", type=int, default=1, help="lives per run (part 3)")
+    parser.add_argument("--breakout-episodes", type=int, default=1, help="games per run (part 3)")
     parser.add_argument("--breakout-games", type=int, default=8, help="games SB3's evaluate_policy plays (part 3)")
-    parser.add_argument("--breakout-frames", type=int, default=10_000, help="frames a game may last (part 3)")
+    parser.add_argument("--breakout-frames", type=int, default=18_000, help="frames a game may last (part 3)")
     args = parser.parse_args()
     torch.set_num_threads(1)  # as in each worker process
     ok = True

@@ -22,6 +22,8 @@ EXTRAS: dict[str, str] = {
     "mpe2": "multiagent",
     "skimage": "perceptual",
     "matplotlib": "report",
+    "jsonschema": "report",
+    "PIL": "report",
     "ray": "ray",
     "hypothesis": "test",
     "rl_zoo3": "zoo",

@@ -31,7 +31,6 @@ from __future__ import annotations
 import base64
 import functools
 import html
-import importlib
 import io
 import json
 import math
@@ -40,12 +39,12 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from rlwrappers.error import InvalidArgument, InvalidType, MissingExtra, MissingFile
+from rlwrappers._optional import require
+from rlwrappers.error import InvalidArgument, InvalidType, MissingFile
 from rlwrappers.metrics.card import STAR_THRESHOLDS, TOLERATED
 from rlwrappers.report.html import figures_html, html_page
 from rlwrappers.report.plots import figure, figure_row, palette_colour
@@ -102,17 +101,6 @@ img.badge { vertical-align: middle; }
 """
 
 
-def _extra(module: str, purpose: str) -> ModuleType:
-    """Imports ``module`` of the ``report`` extra, or raises :class:`MissingExtra` naming it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise MissingExtra(
-            f"`{module}` is needed for {purpose} but is not installed; install it with"
-            " `pip install 'rlwrappers[report]'`"
-        ) from exc
-
-
 def robustness_card_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a robustness card's record, format version 1, as a new dict.
 
@@ -129,7 +117,7 @@ def robustness_card_schema() -> dict[str, Any]:
 @functools.cache
 def _validator() -> Any:
     """A draft 2020-12 validator of the schema; a tuple counts as an array, and only int and float as numbers."""
-    jsonschema = _extra("jsonschema", "checking robustness cards")
+    jsonschema = require("jsonschema", purpose="checking robustness cards")
     base = jsonschema.Draft202012Validator
     checker = base.TYPE_CHECKER.redefine_many(
         {
@@ -265,7 +253,7 @@ def validate_robustness_card(record: Any) -> None:
     if problem is None:
         errors = list(_validator().iter_errors(record))
         if errors:
-            best_match = _extra("jsonschema.exceptions", "checking robustness cards").best_match
+            best_match = require("jsonschema.exceptions", purpose="checking robustness cards").best_match
             problem = _schema_problem(best_match(errors))
     if problem is None:
         problem = _inconsistency(record)
@@ -831,7 +819,7 @@ def _episodes_html(frames: Any) -> str:
     label = frames.get("worst_label")
     if not isinstance(label, str):
         raise InvalidType(f"`frames['worst_label']` must be a string naming the worst shift, received {_short(label)}")
-    image_module = _extra("PIL.Image", "the episode animation")
+    image_module = require("PIL.Image", purpose="the episode animation")
     length = max(len(clean), len(worst))
     stride = math.ceil(length / _GIF_FRAMES)
     pictures = []
