@@ -777,3 +777,20 @@ def test_epsilon_only_where_it_applies() -> None:
     env = gym.make("CartPole-v1")
     with pytest.raises(InvalidArgument, match="'q_values' only"):
         TorchAgent(torch.nn.Linear(4, 2), env.observation_space, env.action_space, head="logits", epsilon=0.1)
+
+
+def test_agents_load_where_asked_and_refuse_a_device_this_machine_lacks(tmp_path):
+    import torch
+
+    obs = np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32)
+    default = zoo.load_agent("ppo-CartPole-v1")
+    on_cpu = zoo.load_agent("ppo-CartPole-v1", device="cpu")
+    np.testing.assert_array_equal(on_cpu.act(obs), default.act(obs))
+    assert on_cpu.outputs(torch.as_tensor(obs)).logits.device.type == "cpu"
+    with pytest.raises(InvalidArgument, match="must be a CPU or CUDA device, received 'meta'"):
+        zoo.load_agent("ppo-CartPole-v1", device="meta")
+    with pytest.raises(InvalidArgument, match="must be a torch device name such as 'cpu' or 'cuda', received 'gpu'"):
+        zoo.load_agent("ppo-CartPole-v1", device="gpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(InvalidArgument, match="asks for a GPU, and torch sees none on this machine"):
+            zoo.load_agent("ppo-CartPole-v1", device="cuda")

@@ -22,7 +22,7 @@ from rlwrappers._optional import require
 from rlwrappers.agents.adapters import SB3Agent
 from rlwrappers.error import InvalidArgument, InvalidType, MissingFile, UntrustedFileWarning
 
-__all__ = ["load_sb3", "sb3_algorithm"]
+__all__ = ["check_device", "load_sb3", "sb3_algorithm"]
 
 #: SB3 algorithm to load a zip with, by the module of its pickled policy class.
 _SB3_BY_POLICY_MODULE: Final[Mapping[str, str]] = {
@@ -64,6 +64,7 @@ def load_sb3(
     observation_space: gym.Space[Any] | None = None,
     deterministic: bool = True,
     trusted: bool = False,
+    device: str = "cpu",
 ) -> SB3Agent:
     """The agent of a Stable-Baselines3 ``.zip`` file, as an :class:`~rlwrappers.agents.adapters.SB3Agent`.
 
@@ -76,6 +77,7 @@ def load_sb3(
         observation_space: the env's observation space, for SB3 image agents trained on channel-first input.
         deterministic: act greedily.
         trusted: say that the file is trusted, which silences the warning.
+        device: where the network runs, a torch device such as "cpu" or "cuda:0" (it must be there).
 
     Raises:
         MissingFile: no file at ``path``.
@@ -96,6 +98,25 @@ def load_sb3(
             UntrustedFileWarning,
             stacklevel=_outside_the_package(),
         )
+    where = check_device(device)
     sb3 = require("stable_baselines3", purpose="loading SB3 agents")
-    model = getattr(sb3, sb3_algorithm(path)).load(path, device="cpu")
+    model = getattr(sb3, sb3_algorithm(path)).load(path, device=where)
     return SB3Agent(model, deterministic=deterministic, observation_space=observation_space)
+
+
+def check_device(device: Any) -> str:
+    """``device`` checked as a torch device this machine has; SB3 would quietly fall back to the CPU instead."""
+    torch = require("torch", purpose="agent networks")
+    if not isinstance(device, str):
+        raise InvalidType(f"`device` must be a torch device name such as 'cpu' or 'cuda', received {device!r}")
+    try:
+        where = torch.device(device)
+    except RuntimeError:
+        raise InvalidArgument(
+            f"`device` must be a torch device name such as 'cpu' or 'cuda', received {device!r}"
+        ) from None
+    if where.type == "cuda" and not torch.cuda.is_available():
+        raise InvalidArgument(f"`device` {device!r} asks for a GPU, and torch sees none on this machine")
+    if where.type not in ("cpu", "cuda"):
+        raise InvalidArgument(f"`device` must be a CPU or CUDA device, received {device!r}")
+    return device

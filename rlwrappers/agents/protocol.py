@@ -17,7 +17,7 @@ The adapters to it are in :mod:`rlwrappers.agents.adapters`.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -65,6 +65,11 @@ class Outputs:
         if self.logits is None:
             raise NotDifferentiable("this agent has no action logits, so no action probabilities")
         return self.logits.softmax(-1)
+
+    def cpu(self) -> Outputs:
+        """The outputs on the CPU (differentiably): a network on a GPU hands its outputs back this way."""
+        moved = {f.name: getattr(self, f.name) for f in fields(self)}
+        return Outputs(**{name: None if t is None else t.cpu() for name, t in moved.items()})
 
 
 class Agent(abc.ABC):

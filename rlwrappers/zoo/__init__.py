@@ -34,6 +34,7 @@ import gymnasium as gym
 
 from rlwrappers._optional import require
 from rlwrappers.agents import Agent, SB3Agent, load_sb3
+from rlwrappers.agents.files import check_device
 from rlwrappers.error import InvalidArgument, InvalidType, MissingFile
 from rlwrappers.zoo.cards import find_card, read_cards
 from rlwrappers.zoo.teams import load_team
@@ -88,6 +89,7 @@ def load_agent(
     observation_space: gym.Space[Any] | None = None,
     deterministic: bool = True,
     trusted: bool = False,
+    device: str = "cpu",
 ) -> Agent:
     """An agent from the zoo by name, or from an SB3 ``.zip`` file.
 
@@ -101,6 +103,8 @@ def load_agent(
         observation_space: the env's observation space, for SB3 image agents trained on channel-first input.
         deterministic: act greedily.
         trusted: say that an SB3 zip is trusted, which silences its warning (zoo agents never warn).
+        device: where the network runs, a torch device such as "cpu" or "cuda" (it must be there); actions
+            and outputs come back on the CPU either way.
 
     Raises:
         UnknownName: ``source`` is neither a zoo name nor a ``.zip`` path (with a suggestion).
@@ -112,7 +116,9 @@ def load_agent(
     if path.suffix == ".zip":
         if seed is not None:
             raise InvalidArgument(f"`seed` applies to zoo agents only, and {str(source)!r} is a file")
-        return load_sb3(path, observation_space=observation_space, deterministic=deterministic, trusted=trusted)
+        return load_sb3(
+            path, observation_space=observation_space, deterministic=deterministic, trusted=trusted, device=device
+        )
     if path.exists():
         raise InvalidArgument(f"`agent` {str(source)!r} is a file but not an SB3 .zip")
     name, at, given = str(source).partition("@")
@@ -120,10 +126,10 @@ def load_agent(
         raise InvalidArgument(f"`agent` {str(source)!r}: the part after '@' must be a training seed")
     if at and seed is not None:
         raise InvalidArgument(f"`agent` {str(source)!r} names its seed; pass seed={seed!r} or '@', not both")
-    return _zoo_agent(name, int(given) if at else 0 if seed is None else seed, deterministic)
+    return _zoo_agent(name, int(given) if at else 0 if seed is None else seed, deterministic, check_device(device))
 
 
-def _zoo_agent(name: str, seed: int, deterministic: bool) -> SB3Agent:
+def _zoo_agent(name: str, seed: int, deterministic: bool, device: str = "cpu") -> SB3Agent:
     """The zoo agent ``name`` trained with ``seed``."""
     info = card(name)
     seeds = info["seeds"]
@@ -153,7 +159,7 @@ def _zoo_agent(name: str, seed: int, deterministic: bool) -> SB3Agent:
     state = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     module = policy if info["module"] == "policy" else getattr(policy, info["module"])
     module.load_state_dict(state)
-    return SB3Agent(policy, deterministic=deterministic, observation_space=space)
+    return SB3Agent(policy.to(device), deterministic=deterministic, observation_space=space)
 
 
 def _policy_space(space: gym.Space[Any]) -> gym.Space[Any]:
