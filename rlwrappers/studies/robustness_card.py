@@ -20,6 +20,7 @@ import hashlib
 import math
 import os
 import time
+import warnings
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
@@ -31,7 +32,7 @@ import numpy as np
 from rlwrappers import ladders as ladders_module
 from rlwrappers._version import __version__
 from rlwrappers.core import Entry, attach
-from rlwrappers.error import InvalidArgument, InvalidType, LogError
+from rlwrappers.error import InvalidArgument, InvalidType, LogError, MissingExtra
 from rlwrappers.logs import read_log
 from rlwrappers.metrics import card as scores
 from rlwrappers.metrics import reproducibility
@@ -194,7 +195,7 @@ def episode_frames(
         obs, _ = env.reset(seed=episode_seed(seed, episode))
         for t, action in enumerate(actions):
             if t % every == 0:
-                frames.append(_picture(obs) if image else np.asarray(env.render()))
+                frames.append(_picture(obs) if image else _render(env))
             obs, reward, *_ = env.step(np.asarray(action, dtype=env.action_space.dtype))
             rewards.append(float(reward))
     finally:
@@ -203,6 +204,17 @@ def episode_frames(
     if not np.array_equal(rewards, logged):
         raise LogError(f"episode {episode} of {rows['path'].iloc[0]!r} played again gave other rewards than its log")
     return frames
+
+
+def _render(env: Any) -> np.ndarray[Any, Any]:
+    """``env``'s ``rgb_array`` frame; :class:`MissingExtra` when it cannot render on this machine."""
+    try:
+        return np.asarray(env.render())
+    except Exception as error:  # renderers fail each their own way: mujoco.FatalError, pygame.error, ...
+        raise MissingExtra(
+            f"{env.spec.id if env.spec else env} cannot render here ({type(error).__name__}: {error});"
+            " for MuJoCo without a display set MUJOCO_GL=egl"
+        ) from None
 
 
 def _is_image(space: Any) -> bool:
@@ -232,11 +244,15 @@ def _frames(
         return None
     shift, row, episode = worst
     seed = record["settings"]["seeds"][row]
-    return {
-        "clean": episode_frames(agent, evaluation, BASELINE, seed, episode, stack),
-        "worst": episode_frames(agent, evaluation, shift, seed, episode, stack),
-        "worst_label": f"{shift}, seed {seed}, episode {episode}",
-    }
+    try:
+        return {
+            "clean": episode_frames(agent, evaluation, BASELINE, seed, episode, stack),
+            "worst": episode_frames(agent, evaluation, shift, seed, episode, stack),
+            "worst_label": f"{shift}, seed {seed}, episode {episode}",
+        }
+    except MissingExtra as error:
+        warnings.warn(f"the card shows no episodes: {error}", UserWarning, stacklevel=3)
+        return None
 
 
 def _agent_steps(evaluation: Evaluation) -> int:
