@@ -115,7 +115,7 @@ def robustness_card(
         shifts[RECOVERY] = ladder.recovery.entries
     root = Path(out)
     setup = EnvSetup(kwargs=ladder.env_kwargs, wrappers=ladders_module.preprocessing_wrappers(ladder.preprocessing))
-    started = time.perf_counter()
+    started, wall = time.perf_counter(), time.time()
     evaluation = evaluate(
         {AGENT: agent},
         env_id,
@@ -129,7 +129,7 @@ def robustness_card(
     seconds = time.perf_counter() - started
     table = episode_returns(evaluation)
     record = _record(agent, ladder, evaluation, table, families, "exact" if exact else "fast", reps, seeds, episodes)
-    steps = _agent_steps(evaluation)
+    steps = _agent_steps(evaluation, since=wall)
     record["timings"] = {"seconds": seconds, "agent_steps": steps, "steps_per_second": steps / max(seconds, 1e-9)}
     from rlwrappers.report.card import write_robustness_card
 
@@ -255,8 +255,14 @@ def _frames(
         return None
 
 
-def _agent_steps(evaluation: Evaluation) -> int:
-    return sum(int(read_log(evaluation.path / path).episodes["length"].sum()) for path in evaluation.index["path"])
+def _agent_steps(evaluation: Evaluation, since: float) -> int:
+    """The agent steps of the runs played from ``since`` on (a resumed card times only what it played)."""
+    steps = 0
+    for path in evaluation.index["path"]:
+        log = read_log(evaluation.path / path)
+        if float(log.meta["start_time"]) >= since:
+            steps += int(log.episodes["length"].sum())
+    return steps
 
 
 def _generator(*names: str) -> np.random.Generator:
