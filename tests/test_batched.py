@@ -178,3 +178,28 @@ def test_bad_batch_settings_are_refused() -> None:
             out="unused",
             execution=Execution(batch=4, progress=False),
         )
+
+
+def fire(obs: NDArray[Any]) -> int:
+    """Breakout's FIRE, whatever the frame."""
+    return 1
+
+
+@pytest.mark.slow
+def test_spawned_workers_find_envs_that_an_import_registers(tmp_path: Path) -> None:
+    """ALE registers its games when imported: a spawned worker, which has none of the parent's, imports it too."""
+    ale_py = pytest.importorskip("ale_py")
+    from rlwrappers.ladders import preprocessing_wrappers
+
+    gym.register_envs(ale_py)
+    result = rw.evaluate(
+        fire,  # a plain callable, which the runner adapts; module-level, so a spawned worker can unpickle it
+        "BreakoutNoFrameskip-v4",
+        ["sticky_action(p=0.5)"],
+        episodes=1,
+        seeds=2,
+        out=tmp_path / "run",
+        env=EnvSetup(kwargs={"max_episode_steps": 2000}, wrappers=preprocessing_wrappers("atari-games")),
+        execution=Execution(workers=2, start_method="spawn", progress=False, batch=2),
+    )
+    assert result.complete and len(result.index) == 4

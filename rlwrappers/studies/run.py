@@ -23,6 +23,7 @@ complete are not redone. :func:`~rlwrappers.studies.results.open_evaluation` rea
 
 from __future__ import annotations
 
+import importlib
 import json
 import multiprocessing
 import os
@@ -34,6 +35,8 @@ from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+import gymnasium as gym
 
 from rlwrappers import agents as agents_module
 from rlwrappers._optional import require
@@ -88,11 +91,28 @@ def _single_threaded_torch() -> None:
 _WORKER: dict[str, Any] = {}
 
 
-def _start_worker(agents: dict[str, Any], settings: Settings, stack: Stack) -> None:
+def _start_worker(agents: dict[str, Any], settings: Settings, stack: Stack, registrar: str | None) -> None:
     """A local worker's initializer: receives (by fork, or pickled) what every run needs besides its spec."""
     interrupts.stop_on_signals()
     _single_threaded_torch()
+    _register(settings.env_id, registrar)
     _WORKER.update(agents=agents, settings=settings, stack=stack)
+
+
+def _registrar(env_id: str) -> str | None:
+    """The module of ``env_id``'s entry point: importing it registers the env (``ale_py.env`` for ALE's games).
+
+    A worker started by spawn, forkserver or Ray has none of the parent's registrations; it imports this first.
+    """
+    spec = gym.registry.get(env_id)
+    entry = getattr(spec, "entry_point", None)
+    return entry.split(":")[0] if isinstance(entry, str) else None
+
+
+def _register(env_id: str, registrar: str | None) -> None:
+    """Makes ``env_id`` known to Gymnasium in this process, importing its registrar where it is not yet."""
+    if registrar is not None and env_id not in gym.registry:
+        importlib.import_module(registrar)
 
 
 @dataclass(frozen=True)
@@ -163,7 +183,10 @@ def _execute(
         return
     others = set(multiprocessing.active_children())
     pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=execution.context, initializer=_start_worker, initargs=(agents, settings, stack)
+        max_workers=workers,
+        mp_context=execution.context,
+        initializer=_start_worker,
+        initargs=(agents, settings, stack, _registrar(settings.env_id)),
     )
     try:
         pending: set[Future[list[dict[str, Any]]]] = {pool.submit(_run_in_worker, job, str(root)) for job in jobs}
@@ -198,7 +221,8 @@ def _execute_ray(
     try:
         remote = ray.remote(num_cpus=1)(_run_on_ray)
         agents_ref = ray.put(agents)
-        pending = [remote.remote(job, agents_ref, settings, str(root), stack) for job in todo]
+        registrar = _registrar(settings.env_id)
+        pending = [remote.remote(job, agents_ref, settings, str(root), stack, registrar) for job in todo]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             yield from ray.get(done[0])
@@ -212,8 +236,11 @@ def _execute_ray(
             ray.shutdown()
 
 
-def _run_on_ray(job: _Job, agents: dict[str, Any], settings: Settings, root: str, stack: Stack) -> list[dict[str, Any]]:
+def _run_on_ray(
+    job: _Job, agents: dict[str, Any], settings: Settings, root: str, stack: Stack, registrar: str | None
+) -> list[dict[str, Any]]:
     _single_threaded_torch()
+    _register(settings.env_id, registrar)
     return list(_run_job(job, agents, settings, root, stack))
 
 
