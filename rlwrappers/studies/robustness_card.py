@@ -72,6 +72,7 @@ def robustness_card(
     batch: int = 16,
     workers: int | None = None,
     backend: str = "local",
+    start_method: str | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Grades ``agent`` on ``env_id`` under the families of shift of its ladder, writes the card, returns its record.
@@ -90,6 +91,8 @@ def robustness_card(
         batch: runs each worker steps together.
         workers: worker processes (default: one per core).
         backend: "local" or "ray".
+        start_method: how local workers start (:class:`~rlwrappers.studies.design.Execution`); "spawn" for an
+            agent on a GPU, which a forked worker cannot use.
         progress: show a progress bar.
     """
     ladder = ladders_module.ladder(env_id)
@@ -124,7 +127,9 @@ def robustness_card(
         seeds=seeds,
         out=root / "runs",
         env=setup,
-        execution=Execution(backend=backend, workers=workers, progress=progress, batch=batch, exact=exact),
+        execution=Execution(
+            backend=backend, workers=workers, start_method=start_method, progress=progress, batch=batch, exact=exact
+        ),
     )
     seconds = time.perf_counter() - started
     table = episode_returns(evaluation)
