@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from rlwrappers.error import IncompatibleSpace, InvalidArgument, UnknownName
 from rlwrappers.metrics import card as scores
 from rlwrappers.report.card import read_robustness_card
 from rlwrappers.studies.robustness_card import robustness_card
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SMALL: dict[str, Any] = dict(seeds=2, episodes=2, reps=200, workers=1, progress=False)
 
@@ -129,3 +132,21 @@ def test_list_names_every_ladder(capsys: pytest.CaptureFixture[str]) -> None:
     for env_id in ladders.ladders():
         assert f"  {env_id} " in printed
     assert "rlwrappers/Catch-v0" in printed and "corruptions" in printed
+
+
+def test_the_shipped_cards_are_valid_and_the_docs_table_is_theirs() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import make_cards
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    shipped = sorted(p.name for p in (ROOT / "docs" / "cards").iterdir())
+    assert shipped == sorted(name for name in make_cards.SHIPPED if (ROOT / "docs/cards" / name).exists())
+    assert {"ppo-CartPole-v1", "ppo-Catch-v0", "ppo-Catch-v0-fgsm", "td3-Pendulum-v1"} <= set(shipped)
+    for name in shipped:
+        record = read_robustness_card(ROOT / "docs" / "cards" / name)  # validates against the schema
+        assert record["ladder"] == ladders.LADDER and record["settings"]["complete"]
+        assert record["settings"]["seeds"] == [0, 1, 2, 3, 4] and record["settings"]["reps"] == 2000
+        assert {f["name"] for f in record["families"]} == set(ladders.ladder(record["env_id"]).families)
+    page = (ROOT / "docs" / "card.md").read_text()
+    assert f"{make_cards.BEGIN}\n{make_cards.table()}\n{make_cards.END}" in page
