@@ -128,7 +128,10 @@ def _jobs(todo: list[RunSpec], workers: int, execution: Execution) -> list[_Job]
     """The jobs workers take: single runs, or groups of runs batched together, a few per worker."""
     if execution.batch == 1:
         return [_Job((spec,)) for spec in todo]
-    size = len(todo) if workers == 1 else max(execution.batch, -(-len(todo) // (4 * workers)))
+    if workers == 1:
+        size = len(todo)  # one queue: a slot that frees takes the next run
+    else:  # every worker gets a job, and many runs make a few jobs per worker, to balance them
+        size = max(min(execution.batch, -(-len(todo) // workers)), -(-len(todo) // (4 * workers)))
     return [_Job(tuple(todo[i : i + size]), execution.batch, execution.exact) for i in range(0, len(todo), size)]
 
 
