@@ -203,3 +203,14 @@ def test_spawned_workers_find_envs_that_an_import_registers(tmp_path: Path) -> N
         execution=Execution(workers=2, start_method="spawn", progress=False, batch=2),
     )
     assert result.complete and len(result.index) == 4
+
+
+def test_every_worker_gets_runs_to_batch() -> None:
+    from rlwrappers.studies.run import _jobs
+
+    todo = [RunSpec("a", "baseline", seed, f"logs/{seed}") for seed in range(16)]
+    two = _jobs(todo, 2, Execution(batch=16, workers=2))
+    assert [len(job.specs) for job in two] == [8, 8]  # not one job of 16 and an idle worker
+    many = _jobs(todo * 20, 2, Execution(batch=16, workers=2))
+    assert len(many) >= 8 and all(len(job.specs) >= 16 for job in many[:-1])
+    assert [len(job.specs) for job in _jobs(todo, 1, Execution(batch=4, workers=1))] == [16]
