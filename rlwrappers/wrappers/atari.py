@@ -52,28 +52,21 @@ class LivesAsEpisodes(gym.Wrapper[Any, Any, Any, Any]):
 
 
 class _Game(gym.Wrapper[Any, Any, Any, Any]):
-    """Watches the raw game under SB3's ``AtariWrapper``: its resets, its end, and its rewards since :meth:`clear`.
+    """Watches the raw game under SB3's ``AtariWrapper``: its end, and its rewards since :meth:`clear`.
 
     Attributes:
-        resets: how many times the game was reset (each starts a new game).
         end: ``(terminated, truncated)`` of the raw step that ended the game since the last :meth:`clear`, or None.
         reward: the raw rewards since the last :meth:`clear`, up to the game's end.
     """
 
     def __init__(self, env: gym.Env[Any, Any]):
         super().__init__(env)
-        self.resets = 0
         self.end: tuple[bool, bool] | None = None
         self.reward = 0.0
 
     def clear(self) -> None:
         """Forgets the end and the rewards seen so far."""
         self.end, self.reward = None, 0.0
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Resets the game (a new game); counts it."""
-        self.resets += 1
-        return self.env.reset(seed=seed, options=options)
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         """Steps the game; adds its reward, and records its end."""
