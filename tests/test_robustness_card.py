@@ -94,8 +94,10 @@ def test_exact_cards_agree_across_worker_counts(tmp_path: Path) -> None:
 def test_bad_requests_are_refused_before_any_run(tmp_path: Path) -> None:
     with pytest.raises(UnknownName, match="has no card-v1 ladder"):
         robustness_card("ppo-CartPole-v1", "MountainCar-v0", out=tmp_path / "a", **SMALL)
-    with pytest.raises(InvalidArgument, match=r"`mode` must be one of \('fast', 'exact'\), received 'quick'"):
+    with pytest.raises(UnknownName, match=r"`mode` must be one of \['fast', 'exact'\], received 'quick'"):
         robustness_card("ppo-CartPole-v1", "CartPole-v1", out=tmp_path / "b", mode="quick")
+    with pytest.raises(InvalidArgument, match=r"`seeds` must be >= 1, received 0"):
+        robustness_card("ppo-CartPole-v1", "CartPole-v1", out=tmp_path / "e", seeds=0)
     with pytest.raises(UnknownName, match="Did you mean `obs_noise`"):
         robustness_card("ppo-CartPole-v1", "CartPole-v1", out=tmp_path / "c", families=["obs_nois"])
     with pytest.raises(IncompatibleSpace, match="action_space"):

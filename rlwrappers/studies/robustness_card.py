@@ -28,12 +28,15 @@ from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
+import pandas as pd
 
+from rlwrappers import _check
 from rlwrappers import ladders as ladders_module
 from rlwrappers._version import __version__
 from rlwrappers.core import Entry, attach
 from rlwrappers.error import InvalidArgument, InvalidType, LogError, MissingExtra
 from rlwrappers.logs import read_log
+from rlwrappers.logs.reader import read_episodes, read_meta
 from rlwrappers.metrics import card as scores
 from rlwrappers.metrics import reproducibility
 from rlwrappers.spec import format_value
@@ -98,13 +101,10 @@ def robustness_card(
     ladder = ladders_module.ladder(env_id)
     if episodes is None:
         episodes = ATARI_GAMES if ladder.preprocessing == "atari-games" else EPISODES
-    if mode not in MODES:
-        raise InvalidArgument(f"`mode` must be one of {MODES}, received {mode!r}")
+    _check.choice("mode", mode, MODES)
     for name, value in (("seeds", seeds), ("episodes", episodes), ("reps", reps), ("batch", batch)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise InvalidArgument(f"`{name}` must be an int >= 1, received {value!r}")
-    if backend not in BACKENDS:
-        raise InvalidArgument(f"`backend` must be one of {BACKENDS}, received {backend!r}")
+        _check.integer(name, value, minimum=1)
+    _check.choice("backend", backend, BACKENDS)
     if families is not None and (isinstance(families, str) or not isinstance(families, Sequence) or not families):
         raise InvalidType(f"`families` must be a non-empty list of family names, received {families!r}")
     arms = ladder.arms(families)
@@ -132,9 +132,10 @@ def robustness_card(
         ),
     )
     seconds = time.perf_counter() - started
-    table = episode_returns(evaluation)
+    episodes_by_run = {path: read_episodes(evaluation.path / path) for path in evaluation.index["path"]}
+    table = episode_returns(evaluation, episodes_by_run)
     record = _record(agent, ladder, evaluation, table, families, "exact" if exact else "fast", reps, seeds, episodes)
-    steps = _agent_steps(evaluation, since=wall)
+    steps = _agent_steps(evaluation, episodes_by_run, since=wall)
     record["timings"] = {"seconds": seconds, "agent_steps": steps, "steps_per_second": steps / max(seconds, 1e-9)}
     from rlwrappers.report.card import write_robustness_card
 
@@ -142,14 +143,17 @@ def robustness_card(
     return record
 
 
-def episode_returns(evaluation: Evaluation) -> dict[str, np.ndarray[Any, np.dtype[np.float64]]]:
-    """Each arm's returns as a (seeds, episodes) matrix, rows in seed order: episode ``j`` of every arm is paired."""
+def episode_returns(
+    evaluation: Evaluation, tables: Mapping[str, pd.DataFrame]
+) -> dict[str, np.ndarray[Any, np.dtype[np.float64]]]:
+    """Each arm's returns as a (seeds, episodes) matrix, rows in seed order: episode ``j`` of every arm is paired.
+
+    ``tables`` holds each run's episode table, by its path in the index.
+    """
     out: dict[str, Any] = {}
     for shift, rows in evaluation.index.groupby("shift", sort=False):
-        ordered = rows.sort_values("seed")
-        out[str(shift)] = np.stack(
-            [read_log(evaluation.path / path).episodes["return"].to_numpy(dtype=np.float64) for path in ordered["path"]]
-        )
+        paths = rows.sort_values("seed")["path"]
+        out[str(shift)] = np.stack([tables[path]["return"].to_numpy(dtype=np.float64) for path in paths])
     return out
 
 
@@ -260,14 +264,13 @@ def _frames(
         return None
 
 
-def _agent_steps(evaluation: Evaluation, since: float) -> int:
+def _agent_steps(evaluation: Evaluation, tables: Mapping[str, pd.DataFrame], since: float) -> int:
     """The agent steps of the runs played from ``since`` on (a resumed card times only what it played)."""
-    steps = 0
-    for path in evaluation.index["path"]:
-        log = read_log(evaluation.path / path)
-        if float(log.meta["start_time"]) >= since:
-            steps += int(log.episodes["length"].sum())
-    return steps
+    return sum(
+        int(table["length"].sum())
+        for path, table in tables.items()
+        if float(read_meta(evaluation.path / path)["start_time"]) >= since
+    )
 
 
 def _generator(*names: str) -> np.random.Generator:
@@ -419,7 +422,9 @@ def _flip_rates(evaluation: Evaluation, arms: Sequence[ladders_module.Arm]) -> d
     """Per attack arm, the share of attacked steps whose action changed (a Box action: by more than 10%)."""
     import gymnasium as gym
 
-    space = gym.make(evaluation.request["env_id"]).action_space
+    env = gym.make(evaluation.request["env_id"])
+    space = env.action_space
+    env.close()
     out: dict[str, float | None] = {}
     for arm in arms:
         if arm.family != "attack":
