@@ -67,8 +67,8 @@ class SB3Agent(Agent):
     Deterministic actions equal ``model.predict(obs, deterministic=True)``. Stochastic actions follow the
     policy's own distribution (categorical, diagonal Gaussian clipped to the bounds, tanh-squashed Gaussian
     for SAC, epsilon-greedy for DQN) but draw from the generator given to :meth:`act`. The network runs where
-    the policy lives (SB3's ``device``, e.g. a GPU); inputs and outputs stay on the CPU, so attacks and
-    callers never see another device.
+    the policy lives when it is adapted (SB3's ``device``, e.g. a GPU: move it before, not after); inputs and
+    outputs stay on the CPU, so attacks and callers never see another device.
 
     Args:
         model: an SB3 algorithm or its ``policy``.
@@ -139,6 +139,9 @@ class SB3Agent(Agent):
                 )
             self.observation_space = observation_space
         self.policy.set_training_mode(False)
+        #: Where the network runs; on the CPU nothing moves between devices.
+        self.device = policy.device
+        self._on_cpu = self.device.type == "cpu"
         if isinstance(action_space, gym.spaces.Box):
             self._low, self._high = _box_bounds(action_space)
 
@@ -152,11 +155,12 @@ class SB3Agent(Agent):
 
     def outputs(self, x: torch.Tensor) -> Outputs:
         """Logits and values (PPO, A2C), q-values (DQN), or the action and its log-std (SAC, TD3), on the CPU."""
-        return self._outputs(x, values=True).cpu()
+        out = self._outputs(x, values=True)
+        return out if self._on_cpu else out.cpu()
 
     def _outputs(self, x: torch.Tensor, *, values: bool) -> Outputs:
         """:meth:`outputs` on the policy's device, leaving out the critic's values unless ``values``."""
-        policy, x = self.policy, self.policy_input(x.to(self.policy.device))
+        policy, x = self.policy, self.policy_input(x if self._on_cpu else x.to(self.device))
         if self.kind == "actor_critic":
             features = policy.extract_features(x)
             pi_features, vf_features = (features, features) if policy.share_features_extractor else features
@@ -182,12 +186,13 @@ class SB3Agent(Agent):
         with torch.no_grad():
             if self.kind == "sac" and not self.deterministic:
                 assert rng is not None
-                x = self.policy_input(self.tensor(obs).to(self.policy.device))
+                x = self.policy_input(self.tensor(obs).to(self.device))
                 mean, log_std, _ = self.policy.actor.get_action_dist_params(x)
                 mean_np, std_np = mean.cpu().numpy(), log_std.exp().cpu().numpy()
                 squashed = np.tanh(mean_np + std_np * rng.standard_normal(mean_np.shape).astype(np.float32))
                 return self._low + 0.5 * (squashed + 1.0) * (self._high - self._low)
-            out = self._outputs(self.tensor(obs), values=False).cpu()
+            out = self._outputs(self.tensor(obs), values=False)
+            out = out if self._on_cpu else out.cpu()
         if out.action is not None:
             action = out.action.numpy()
             if not self.deterministic:  # a diagonal Gaussian policy (PPO, A2C)
