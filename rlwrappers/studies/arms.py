@@ -81,9 +81,12 @@ def make_env(
     return env, lives
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Request:
-    """What a run asks of its driver at each step: ``actor``'s action for ``obs`` (one observation), from ``rng``."""
+    """What a run asks of its driver at each step: ``actor``'s action for ``obs`` (one observation), from ``rng``.
+
+    One request serves a whole episode: the run sets its ``obs`` anew at each step, before it yields it.
+    """
 
     actor: agents_module.Agent
     obs: Any
@@ -127,11 +130,11 @@ def play(
             seed = episode_seed(spec.seed, game if lives is not None else episode) if new_game else None
             game += int(new_game)
             obs, _ = recorder.reset(seed=seed)
-            rng = agent_generator(spec.seed, episode)
+            request = Request(actor, obs, agent_generator(spec.seed, episode))
             total, done = 0.0, False
             while not done:
-                action = yield Request(actor, obs, rng)
-                obs, reward, terminated, truncated, _ = recorder.step(action)
+                action = yield request
+                request.obs, reward, terminated, truncated, _ = recorder.step(action)
                 total += float(reward)
                 done = terminated or truncated
             returns.append(total)
