@@ -6,6 +6,12 @@ bash scripts/setup.sh "classic,atari,toybox,mujoco,sb3,zoo,attacks,corruptions,p
 # torchattacks only cross-checks the native attacks; its pin on requests~=2.25 would roll back the rest of the
 # environment, so it is installed without its dependencies (torch, numpy and scipy are already there).
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "torchattacks==3.5.1"
+# rliable only cross-checks the card's bootstrap intervals. It pins arch<8, and arch<8 does not import under
+# pandas 3, which .venv holds, so it lives in a venv of its own with pandas<3.
+if [ ! -x .venv-rliable/bin/python ]; then
+    python3 -m venv .venv-rliable
+fi
+.venv-rliable/bin/python -m pip install --quiet --disable-pip-version-check "rliable==1.2.0" "pandas<3"
 # The browser tests drive Debian's Chromium through playwright (never `playwright install`: its downloads are not used).
 command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 .venv/bin/ruff check rlwrappers envs tests benchmarks examples scripts

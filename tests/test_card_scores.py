@@ -54,8 +54,9 @@ def test_the_paired_bootstrap_resamples_the_same_episodes_in_every_arm() -> None
     assert high <= 3.0
 
 
-def test_the_interval_matches_rliables_stratified_bootstrap_where_they_coincide() -> None:
-    # One arm, one seed: resampling episodes within the seed is rliable's bootstrap over runs of one task.
+def test_the_interval_matches_the_stratified_bootstrap_where_they_coincide() -> None:
+    # One arm, one seed: resampling episodes within the seed is the stratified bootstrap over runs of one task
+    # (tests/test_card_rliable.py checks both against rliable itself).
     returns = np.random.default_rng(1).normal(100.0, 10.0, size=40)
     ours = card.paired_bootstrap([returns[np.newaxis, :]], lambda a: float(a.mean()), np.random.default_rng(7))
     theirs = stratified_bootstrap_ci(
