@@ -610,7 +610,8 @@ def _levels_html(record: Mapping[str, Any]) -> str:
     return (
         "<h2>Every level</h2>\n<p>The wrapper specs each level ran, the mean return over every seed and episode, the"
         " impact <code>(R_clean - R_level) / (R_clean - R_random)</code> with its interval, and the flip rate (the"
-        " share of probed states where the shift changed the agent's action), where measured.</p>\n"
+        " share of decisions where the shift changed the agent's action on the same observation), where the family has"
+        " one.</p>\n"
         '<table id="levels">\n<thead><tr><th>family</th><th>level</th><th>spec</th><th>mean return</th>'
         "<th>impact [95% CI]</th><th>normalized return</th><th>flip rate</th></tr></thead>\n<tbody>\n"
         + "".join(rows)

@@ -42,6 +42,7 @@ from rlwrappers.metrics import reproducibility
 from rlwrappers.spec import format_value
 from rlwrappers.studies.arms import make_env, resolve_agent
 from rlwrappers.studies.design import BACKENDS, BASELINE, EnvSetup, Execution, Settings, Stack, episode_seed
+from rlwrappers.studies.flips import flip_rates, level_flip_rates
 from rlwrappers.studies.results import Evaluation
 from rlwrappers.studies.run import evaluate
 
@@ -53,8 +54,6 @@ MODES: Final = ("fast", "exact")
 RECOVERY: Final = "recovery"
 #: The agent's name in the card's evaluation.
 AGENT: Final = "agent"
-#: A change of a Box action by more than this share of half its range counts as a flip.
-BOX_FLIP: Final = 0.1
 #: Episodes per seed and arm by default; Atari games are long, so an Atari card plays fewer.
 EPISODES: Final = 10
 ATARI_GAMES: Final = 4
@@ -134,7 +133,10 @@ def robustness_card(
     seconds = time.perf_counter() - started
     episodes_by_run = {path: read_episodes(evaluation.path / path) for path in evaluation.index["path"]}
     table = episode_returns(evaluation, episodes_by_run)
-    record = _record(agent, ladder, evaluation, table, families, "exact" if exact else "fast", reps, seeds, episodes)
+    flips = flip_rates(agent, evaluation, arms, setup.stack)
+    record = _record(
+        agent, ladder, evaluation, table, flips, families, "exact" if exact else "fast", reps, seeds, episodes
+    )
     steps = _agent_steps(evaluation, episodes_by_run, since=wall)
     record["timings"] = {"seconds": seconds, "agent_steps": steps, "steps_per_second": steps / max(seconds, 1e-9)}
     from rlwrappers.report.card import write_robustness_card
@@ -302,7 +304,7 @@ def _family(
     table: Mapping[str, np.ndarray[Any, Any]],
     random_return: float,
     reps: int,
-    flips: Mapping[str, float | None],
+    flips: Mapping[str, float],
 ) -> dict[str, Any]:
     """One family's (or sub-family's) entry of the record."""
     clean = table[BASELINE]
@@ -321,7 +323,7 @@ def _family(
                 "impact": _number(result.impact[i]),
                 "impact_ci": _pair(result.impact_ci[i]),
                 "normalized": _number(result.normalized[i]),
-                "flip_rate": flips.get(arm.name),
+                "flip_rate": _number(flips.get(arm.name, math.nan)),
             }
             for i, arm in enumerate(arms)
         ],
@@ -360,6 +362,7 @@ def _corruptions(
     table: Mapping[str, np.ndarray[Any, Any]],
     random_return: float,
     reps: int,
+    flips: Mapping[int, float],
 ) -> dict[str, Any]:
     """The corruptions family: per level the mean over its sub-families, its AUSC the mean of theirs."""
     clean = table[BASELINE]
@@ -388,7 +391,7 @@ def _corruptions(
             "impact": None,
             "impact_ci": None,
             "normalized": None,
-            "flip_rate": None,
+            "flip_rate": _number(flips.get(level + 1, math.nan)),
         }
         if rated:
 
@@ -416,35 +419,6 @@ def _corruptions(
         "reproducibility": {"clean": _repro(clean), "level3": _repro(level3)},
         "sub_families": subs,
     }
-
-
-def _flip_rates(evaluation: Evaluation, arms: Sequence[ladders_module.Arm]) -> dict[str, float | None]:
-    """Per attack arm, the share of attacked steps whose action changed (a Box action: by more than 10%)."""
-    import gymnasium as gym
-
-    env = gym.make(evaluation.request["env_id"])
-    space = env.action_space
-    env.close()
-    out: dict[str, float | None] = {}
-    for arm in arms:
-        if arm.family != "attack":
-            continue
-        name = arm.entries[0]["name"]
-        flipped = attacked = 0
-        for path in evaluation.index.loc[evaluation.index["shift"] == arm.name, "path"]:
-            steps = read_log(evaluation.path / path).steps
-            active = steps[f"{name}.active"].astype(bool).to_numpy()
-            if isinstance(space, gym.spaces.Box):
-                half = (space.high - space.low) / 2.0
-                taken = np.stack(steps[f"{name}.action"].to_numpy())[active]
-                clean = np.stack(steps[f"{name}.clean_action"].to_numpy())[active]
-                changed = np.any(np.abs(taken - clean) > BOX_FLIP * half, axis=-1) if len(taken) else np.zeros(0, bool)
-            else:
-                changed = steps[f"{name}.flipped"].to_numpy()[active].astype(bool)
-            flipped += int(changed.sum())
-            attacked += int(active.sum())
-        out[arm.name] = flipped / attacked if attacked else None
-    return out
 
 
 def _recovery(evaluation: Evaluation, recovery: ladders_module.Recovery) -> dict[str, Any]:
@@ -502,6 +476,7 @@ def _record(
     ladder: ladders_module.Ladder,
     evaluation: Evaluation,
     table: Mapping[str, np.ndarray[Any, Any]],
+    flips: Mapping[str, float],
     families: Sequence[str] | None,
     mode: str,
     reps: int,
@@ -512,7 +487,6 @@ def _record(
     arms = ladder.arms(families)
     random_return = ladder.random_return
     clean = table[BASELINE]
-    flips = _flip_rates(evaluation, arms)
     entries: list[dict[str, Any]] = []
     for name in dict.fromkeys(arm.family for arm in arms):
         info = ladder.families[name]
@@ -523,7 +497,7 @@ def _record(
                 sub_arms = [arm for arm in mine if arm.sub_family == sub]
                 sub_info = info["sub_families"][sub]
                 subs.append(_family(sub, sub_info, sub_arms, table, random_return, reps, flips))
-            entries.append(_corruptions(info, subs, mine, table, random_return, reps))
+            entries.append(_corruptions(info, subs, mine, table, random_return, reps, level_flip_rates(flips, mine)))
         else:
             entries.append(_family(name, info, mine, table, random_return, reps, flips))
     rated = float(np.mean(clean)) > random_return
