@@ -129,12 +129,21 @@ def cartpole(name: str = "ppo-CartPole-v1", *, drop: float = 0.04) -> dict[str, 
         for k, (key, (title, unit, spec)) in enumerate(CARTPOLE_FAMILIES.items())
     ]
     record["interventions"] = [
-        {"name": "heavy pole", "spec": ["dynamics(masspole=0.5)"], "mean_return": 401.75, "impact": 0.184},
         {
-            "name": "no-op start",
-            "spec": ["noop_reset(30)", "obs_noise(std=0.01)"],
+            "name": "heavy_pole",
+            "doc": "The pole weighs 10 times more from step 100.",
+            "spec": ["intervene(interventions=['masspole*=10'], when=starting(step=100))"],
+            "mean_return": 401.75,
+            "impact": 0.184,
+            "impact_ci": [0.101, 0.262],
+        },
+        {
+            "name": "push and tilt",
+            "doc": "Two changes at once.",
+            "spec": ["intervene(interventions=['x_dot+=1.0'])", "intervene(interventions=['theta=0.15'])"],
             "mean_return": 480.0,
             "impact": None,
+            "impact_ci": None,
         },
     ]
     return rate(record)

@@ -92,7 +92,14 @@ def test_the_version_ships_one_file_per_env_and_nothing_else():
     assert files == sorted(calibration.file_name(e) for e in ENVS)
     for env_id in ENVS:
         ladder = ladders.ladder(env_id)
-        assert (ladder.version, ladder.env_id, ladder.interventions) == ("card-v1", env_id, ())
+        assert (ladder.version, ladder.env_id) == ("card-v1", env_id)
+        shown = definition.INTERVENTIONS.get(env_id, {})
+        assert [(i.name, i.doc, i.arm) for i in ladder.interventions] == [
+            (name, s.doc, f"intervention.{name}") for name, s in shown.items()
+        ]
+        assert [i.entries for i in ladder.interventions] == [
+            [{"name": "intervene", "interventions": [s.assignments], "when": s.when}] for s in shown.values()
+        ]
         assert ladder.calibration["policy"] == "uniform-random" and ladder.calibration["steps"] == 10_000
         assert ladder.env_kwargs == definition.ENV_KWARGS.get(env_id, {})
         assert ladder.preprocessing == definition.ENV_PREPROCESSING.get(env_id)

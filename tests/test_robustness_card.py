@@ -62,6 +62,19 @@ def test_a_card_holds_every_family_of_the_ladder_scored_from_its_logs(cartpole: 
     assert record["overall"]["worst_family"] == min(areas, key=lambda k: areas[k])
     attack = next(f for f in record["families"] if f["name"] == "attack")
     assert all(0.0 <= lv["flip_rate"] <= 1.0 for lv in attack["levels"])
+    by_family = {f["name"]: [lv["flip_rate"] for lv in f["levels"]] for f in record["families"]}
+    assert all(rate is None for rate in by_family["init_noise"] + by_family["dynamics"])  # they change states
+    assert all(0.0 <= rate <= 1.0 for rate in by_family["obs_noise"] + by_family["sticky_action"])
+    # Interventions: shown, not rated, each paired with the clean arm.
+    assert [x["name"] for x in record["interventions"]] == [i.name for i in ladder.interventions]
+    assert "intervention" not in areas
+    for shown, entry in zip(ladder.interventions, record["interventions"], strict=True):
+        shifted = returns(shown.arm)
+        assert entry["mean_return"] == float(shifted.mean())
+        assert entry["impact"] == scores.impact(clean, shifted, ladder.random_return)
+        assert entry["doc"] == shown.doc and entry["spec"][0].startswith("intervene(")
+    push = next(x for x in record["interventions"] if x["name"] == "cart_push")  # the cart leaves the track
+    assert 0.5 < push["impact"] and push["impact_ci"][0] <= push["impact"] <= push["impact_ci"][1]
     recovery = record["recovery"]
     assert recovery["episodes"] == 4 and 0.0 <= recovery["never_share"] <= 1.0
     page = (cartpole / "card.html").read_text()

@@ -262,7 +262,10 @@ def test_the_page_escapes_the_record_and_marks_interventions(records: dict[str, 
     page = robustness_card_html(records["corruptions"])
     assert "<b>ppo</b> &" not in page and "&lt;b&gt;ppo&lt;/b&gt; &amp; &quot;Pong&quot;" in page
     page = robustness_card_html(records["cartpole"])
-    assert "Interventions (shown, not rated)" in page and 'data-intervention="heavy pole"' in page
+    assert "Interventions (shown, not rated)" in page and 'data-intervention="heavy_pole"' in page
+    assert "The pole weighs 10 times more from step 100." in page
+    assert 'data-path="$.interventions[0].impact_ci[1]"' in page  # its interval, as a number of the record
+    assert "None were made" in robustness_card_html(records["subset"])
     # A URL in the record is shown as text, never as a link or a resource.
     assert "https://huggingface.co/sb3/ppo-CartPole-v1" in page
     assert_self_contained(page)

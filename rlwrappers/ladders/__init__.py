@@ -112,6 +112,13 @@ steps of a whole game: the noise strikes for 100 steps well into the first life;
 steps, an SB3 PPO agent scoring about 35 plays games of 700 to 900, so the horizon of 1,000 in effect runs to the
 game's end, and a game that ends before its trailing mean holds the band for 100 steps has not recovered).
 
+**Interventions** (shown on the card, not rated): changes made once to the env's state mid-episode, after which
+the episode plays on (:class:`~rlwrappers.wrappers.state.Intervene`), on the envs whose state can be written:
+CartPole-v1 a push of the pole (``theta_dot+=0.5``) or of the cart (``x_dot+=1.0``), a tilt (``theta=0.15``)
+and a pole ten times heavier, each at step 100; Pendulum-v1 knocked down (``theta=3.14159``), spun
+(``theta_dot+=4.0``) or made 1.5 times heavier at step 100; Hopper-v5 shoved forward or back (``qvel[0]``
++-1 m/s) or tipped (``qvel[2]+=2.0``) at step 200. Catch and the ALE games have none.
+
 Example:
     >>> from rlwrappers.ladders import ladder
     >>> cartpole = ladder("CartPole-v1")
@@ -151,6 +158,7 @@ __all__ = [
     "Arm",
     "Family",
     "Ladder",
+    "LadderIntervention",
     "Recovery",
     "calibrate",
     "file_name",
@@ -202,6 +210,20 @@ class Recovery:
 
 
 @dataclass(frozen=True)
+class LadderIntervention:
+    """An intervention a card shows, not rated: its name, what it does, and the entries that make it."""
+
+    name: str
+    doc: str
+    entries: list[dict[str, Any]]
+
+    @property
+    def arm(self) -> str:
+        """The name of its arm in the card's evaluation: ``intervention.NAME``."""
+        return f"intervention.{self.name}"
+
+
+@dataclass(frozen=True)
 class Ladder:
     """The severity ladder of one env, as its file holds it: see :mod:`rlwrappers.ladders`.
 
@@ -216,7 +238,8 @@ class Ladder:
         random_return: the mean return of a uniform-random policy.
         families: the families, by name, as the file holds them.
         recovery: the recovery test.
-        interventions: state interventions of the card (none in card-v1).
+        interventions: the interventions on state the card shows, not rated (none where the env's state
+            cannot be written).
     """
 
     version: str
@@ -228,7 +251,7 @@ class Ladder:
     random_return: float
     families: Mapping[str, Any]
     recovery: Recovery
-    interventions: tuple[Any, ...] = ()
+    interventions: tuple[LadderIntervention, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Ladder:
@@ -278,7 +301,10 @@ class Ladder:
                 window=int(recovery["window"]),
                 horizon=int(recovery["horizon"]),
             ),
-            interventions=tuple(copy.deepcopy(list(data.get("interventions", [])))),
+            interventions=tuple(
+                LadderIntervention(str(item["name"]), str(item["doc"]), copy.deepcopy(list(item["entries"])))
+                for item in data.get("interventions", [])
+            ),
         )
 
     @classmethod

@@ -224,6 +224,17 @@ def _recovery(env_id: str, obs_noise: Sequence[list[dict[str, Any]]]) -> dict[st
     return {"entries": [entry], "start": w.start, "stop": w.stop, "window": w.window, "horizon": w.horizon}
 
 
+def _interventions(env_id: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "doc": shown.doc,
+            "entries": [_entry("intervene", shown.when, interventions=[shown.assignments])],
+        }
+        for name, shown in card.INTERVENTIONS.get(env_id, {}).items()
+    ]
+
+
 def calibrate(env_id: str) -> dict[str, Any]:
     """The ladder of ``env_id`` for the current version, measured now: what its shipped file holds.
 
@@ -302,7 +313,7 @@ def calibrate(env_id: str) -> dict[str, Any]:
         "random_return": m.random_return,
         "families": families,
         "recovery": _recovery(env_id, obs_noise),
-        "interventions": [],
+        "interventions": _interventions(env_id),
     }
 
 

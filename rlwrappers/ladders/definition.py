@@ -30,6 +30,7 @@ __all__ = [
     "IMAGE_ATTACK_P",
     "IMAGE_OBS_NOISE_STD",
     "INIT_NOISE_K",
+    "INTERVENTIONS",
     "JPEG_QUALITY",
     "LADDER",
     "LEVELS",
@@ -47,6 +48,7 @@ __all__ = [
     "TRANSLATE_TJ",
     "Family",
     "RecoveryWindow",
+    "ShownIntervention",
 ]
 
 #: The ladder version: files, tables and scores made with one version compare with each other only.
@@ -202,4 +204,49 @@ RECOVERY: Final[Mapping[str, RecoveryWindow]] = {
     # Agent steps of a whole game: a random game lasts about 180 of them, an SB3 PPO agent's (scoring about 35)
     # 700 to 900, so the horizon in effect runs to the game's end.
     "BreakoutNoFrameskip-v4": RecoveryWindow(200, 300, 100, 1000),
+}
+
+
+@dataclass(frozen=True)
+class ShownIntervention:
+    """An intervention on state a card shows, not rated: its one-line form, when it is made, what it does."""
+
+    assignments: str
+    when: str
+    doc: str
+
+
+#: The interventions each card shows, per env whose state can be written (docs/interventions.md): classic
+#: control and MuJoCo envs. Each is made once per episode, mid-episode, and the episode plays on from there.
+INTERVENTIONS: Final[Mapping[str, Mapping[str, ShownIntervention]]] = {
+    "CartPole-v1": {
+        "pole_push": ShownIntervention(
+            "theta_dot+=0.5", "starting(step=100)", "The pole is pushed: +0.5 rad/s at step 100."
+        ),
+        "cart_push": ShownIntervention("x_dot+=1.0", "starting(step=100)", "The cart is pushed: +1 m/s at step 100."),
+        "tilt": ShownIntervention("theta=0.15", "starting(step=100)", "The pole is tilted to 0.15 rad at step 100."),
+        "heavy_pole": ShownIntervention(
+            "masspole*=10", "starting(step=100)", "The pole weighs 10 times more from step 100."
+        ),
+    },
+    "Pendulum-v1": {
+        "knock_down": ShownIntervention(
+            "theta=3.14159", "starting(step=100)", "The pendulum is knocked down at step 100."
+        ),
+        "spin": ShownIntervention(
+            "theta_dot+=4.0", "starting(step=100)", "The pendulum is spun: +4 rad/s at step 100."
+        ),
+        "heavy": ShownIntervention("m*=1.5", "starting(step=100)", "The pendulum weighs 1.5 times more from step 100."),
+    },
+    "Hopper-v5": {
+        "shove_forward": ShownIntervention(
+            "qvel[0]+=1.0", "starting(step=200)", "The hopper is shoved forward: +1 m/s at step 200."
+        ),
+        "shove_back": ShownIntervention(
+            "qvel[0]-=1.0", "starting(step=200)", "The hopper is shoved back: -1 m/s at step 200."
+        ),
+        "stumble": ShownIntervention(
+            "qvel[2]+=2.0", "starting(step=200)", "The torso is tipped: +2 rad/s at step 200."
+        ),
+    },
 }

@@ -663,21 +663,28 @@ def _reproducibility_html(record: Mapping[str, Any]) -> str:
 
 def _interventions_html(record: Mapping[str, Any]) -> str:
     interventions = record["interventions"]
+    title = "<h2>Interventions (shown, not rated)</h2>\n"
     if not interventions:
-        return "<h2>Interventions (shown, not rated)</h2>\n<p>None were run.</p>\n"
+        why = "this env's state cannot be written" if record["settings"]["complete"] else "a card of some families"
+        return f"{title}<p>None were made ({why}).</p>\n"
     digits = _return_digits(_returns(record))
-    rows = "".join(
-        f'<tr data-intervention="{_e(x["name"])}"><td>{_e(x["name"])}</td><td>'
-        + ("<br>".join(f"<code>{_e(s)}</code>" for s in x["spec"]) or "n/a")
-        + f'</td><td class="num">{_span(x["mean_return"], digits, ["interventions", i, "mean_return"], "mean_return")}'
-        + f'</td><td class="num">{_span(x["impact"], 3, ["interventions", i, "impact"], "impact")}</td></tr>\n'
-        for i, x in enumerate(interventions)
-    )
+    rows = []
+    for i, x in enumerate(interventions):
+        where: list[str | int] = ["interventions", i]
+        spec = "<br>".join(f"<code>{_e(s)}</code>" for s in x["spec"]) or "n/a"
+        impact = _span(x["impact"], 3, [*where, "impact"], "impact")
+        ci = _interval(x["impact_ci"], 3, [*where, "impact_ci"], "impact")
+        rows.append(
+            f'<tr data-intervention="{_e(x["name"])}"><td>{_e(x["name"])}</td><td>{_e(x["doc"])}</td><td>{spec}</td>'
+            f'<td class="num">{_span(x["mean_return"], digits, [*where, "mean_return"], "mean_return")}</td>'
+            f'<td class="num">{f"{impact}<br><small>{ci}</small>" if ci else impact}</td></tr>\n'
+        )
     return (
-        "<h2>Interventions (shown, not rated)</h2>\n<p>Changes to the env outside the ladder: shown for what they"
-        " say, not part of any score.</p>\n"
-        '<table id="interventions">\n<thead><tr><th>intervention</th><th>spec</th><th>mean return</th>'
-        f"<th>impact</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n"
+        f"{title}<p>Changes made once to the env's state mid-episode, after which the episode plays on from the"
+        " changed state: their mean return and impact against the same clean episodes, shown for what they say,"
+        " part of no score.</p>\n"
+        '<table id="interventions">\n<thead><tr><th>intervention</th><th>what it does</th><th>spec</th>'
+        f"<th>mean return</th><th>impact [95% CI]</th></tr></thead>\n<tbody>\n{''.join(rows)}</tbody>\n</table>\n"
     )
 
 

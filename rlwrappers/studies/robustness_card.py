@@ -115,6 +115,7 @@ def robustness_card(
     shifts: dict[str, list[dict[str, Any]]] = {arm.name: arm.entries for arm in arms}
     if families is None:
         shifts[RECOVERY] = ladder.recovery.entries
+        shifts.update({shown.arm: shown.entries for shown in ladder.interventions})
     root = Path(out)
     setup = EnvSetup(kwargs=ladder.env_kwargs, wrappers=ladders_module.preprocessing_wrappers(ladder.preprocessing))
     started, wall = time.perf_counter(), time.time()
@@ -533,5 +534,30 @@ def _record(
         "families": entries,
         "overall": overall,
         "recovery": _recovery(evaluation, ladder.recovery) if complete else None,
-        "interventions": [],
+        "interventions": [_intervention(shown, table, random_return, reps) for shown in ladder.interventions]
+        if complete
+        else [],
+    }
+
+
+def _intervention(
+    shown: ladders_module.LadderIntervention,
+    table: Mapping[str, np.ndarray[Any, Any]],
+    random_return: float,
+    reps: int,
+) -> dict[str, Any]:
+    """An intervention's entry: its mean return and its impact, paired with the clean arm as a level's is."""
+    clean, shifted = table[BASELINE], table[shown.arm]
+
+    def impact(c: np.ndarray[Any, Any], s: np.ndarray[Any, Any]) -> float:
+        return scores.impact(c, s, random_return)
+
+    estimate, low, high = scores.paired_bootstrap([clean, shifted], impact, _generator(shown.arm), reps=reps)
+    return {
+        "name": shown.name,
+        "doc": shown.doc,
+        "spec": [_spec(e) for e in shown.entries],
+        "mean_return": float(np.mean(shifted)),
+        "impact": _number(estimate),
+        "impact_ci": _pair((low, high)),
     }
