@@ -10,7 +10,13 @@
 3. With ``--breakout ZIP`` (an SB3 PPO agent): the same three on BreakoutNoFrameskip-v4 as its card plays it
    (whole games, ``atari_wrapper(games=True)``, capped at 18,000 frames), and SB3's ``evaluate_policy`` on
    ``make_atari_env`` with 8 envs and ``VecFrameStack(4)`` (each episode a whole game too) as a reference, in
-   agent steps per second.
+   agent steps per second. With ``--before COMMIT`` too, the runner of that earlier commit (default
+   :data:`BEFORE`, the last one before batched runs) plays the same runs in a subprocess, from a copy of that
+   commit's tree (``git archive``): its Atari preprocessing counts lives as episodes, so each run plays five
+   of them, a game's worth, and the rate is its agent steps per second, start-up included as for the others.
+   Last, ale-py's own ``AtariVectorEnv`` (C++ threads, the preprocessing inside, 8 envs, one thread per
+   worker) with the agent acting on each batch, as a ceiling: its frames differ from SB3's preprocessing's, so
+   it never makes a card.
 
 Everything runs in this process with one torch thread, unless ``--workers`` gives the runners more.
 
@@ -22,7 +28,9 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +53,29 @@ AGENT, ENV = "ppo-CartPole-v1", "CartPole-v1"
 BREAKOUT = "BreakoutNoFrameskip-v4"
 LIMIT = 1.5
 BATCH = 16
+#: The last commit before batched runs: its per-run runner is the baseline of part 3's ``--before``.
+BEFORE = "f93df50"
+#: Plays part 3's runs with an earlier commit's runner; argv: agent zip, shifts (JSON), seeds, lives, frames,
+#: workers, run folder. Prints the agent steps, the seconds and the package it ran as JSON.
+BEFORE_SCRIPT = """
+import json, sys, time
+import ale_py, gymnasium as gym, torch
+import rlwrappers as rw
+from rlwrappers.studies import EnvSetup, Execution
+from rlwrappers.wrappers.atari import atari_wrapper
+
+torch.set_num_threads(1)
+gym.register_envs(ale_py)
+path, shifts, seeds, lives, frames, workers, out = sys.argv[1:]
+agent = rw.load_agent(path, trusted=True)
+setup = EnvSetup(kwargs={"max_episode_steps": int(frames)}, wrappers=[atari_wrapper])
+started = time.perf_counter()
+result = rw.evaluate(agent, "BreakoutNoFrameskip-v4", json.loads(shifts), episodes=int(lives), seeds=int(seeds),
+                     out=out, env=setup, execution=Execution(workers=int(workers), progress=False))
+took = time.perf_counter() - started
+steps = sum(int(rw.read_log(result.path / p).episodes["length"].sum()) for p in result.index["path"])
+print(json.dumps({"steps": steps, "seconds": took, "package": rw.__file__}))
+"""
 
 
 def bare_card(runs: list[dict[str, Any]], shifts: Mapping[str, list[dict[str, Any]]], episodes: int) -> int:
@@ -139,7 +170,53 @@ def cartpole_runners(seeds: int, episodes: int, workers: int, rounds: int) -> No
     )
 
 
-def breakout(path: str, seeds: int, episodes: int, games: int, frames: int, workers: int, rounds: int) -> None:
+def ale_vector(agent: Any, games: int, frames: int, threads: int) -> float:
+    """Agent steps per second of ale-py's ``AtariVectorEnv`` (8 envs) playing ``games`` whole games with ``agent``."""
+    import numpy as np
+    from ale_py.vector_env import AtariVectorEnv
+
+    envs = AtariVectorEnv("breakout", 8, num_threads=threads, max_num_frames_per_episode=frames, reward_clipping=False)
+    started = time.perf_counter()
+    obs, _ = envs.reset(seed=0)
+    resetting = np.zeros(8, dtype=bool)  # an env that ended its game resets at its next step
+    steps = finished = 0
+    while finished < games:
+        obs, _, terminated, truncated, _ = envs.step(agent.act(obs))
+        steps += int((~resetting).sum())
+        done = (terminated | truncated) & ~resetting
+        finished += int(done.sum())
+        resetting = done
+    took = time.perf_counter() - started
+    envs.close()
+    return steps / took
+
+
+def before(commit: str, path: str, shifts: list[str], seeds: int, games: int, frames: int, workers: int) -> float:
+    """Agent steps per second of ``commit``'s runner on part 3's runs (five lives a game), in a subprocess."""
+    root = Path(__file__).resolve().parents[1]
+    tree = Path(tempfile.mkdtemp())
+    archive = subprocess.run(["git", "archive", commit], cwd=root, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    (tree / "rlwrappers" / "envs").symlink_to(tree / "envs")  # as the installed package maps it
+    args = [json.dumps(shifts), str(seeds), str(5 * games), str(frames), str(workers), str(tree / "runs")]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(
+        [sys.executable, "-c", BEFORE_SCRIPT, str(Path(path).resolve()), *args],
+        cwd=tree,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    if not Path(measured["package"]).resolve().is_relative_to(tree.resolve()):
+        raise RuntimeError(f"the runner of {commit} imported {measured['package']}, not its own tree")
+    return float(measured["steps"] / measured["seconds"])
+
+
+def breakout(
+    path: str, seeds: int, episodes: int, games: int, frames: int, workers: int, rounds: int, commit: str | None
+) -> None:
     import ale_py
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_atari_env
@@ -188,6 +265,17 @@ def breakout(path: str, seeds: int, episodes: int, games: int, frames: int, work
         f"  {name:<32} {counted[0]:>8,} agent steps  {rate:8.0f} steps/s   x{rate / base:5.2f}"
         f" per-run  ({games} whole games of 5 lives, up to {frames} frames each)"
     )
+    fast = rates[f"batch={BATCH}, fast (exact=False)"]
+    print(f"  batched fast / SB3 evaluate_policy: x{fast / rate:.2f}")
+    ceiling = ale_vector(agent, games, frames, workers)
+    name = "ale-py AtariVectorEnv, 8 envs"
+    print(f"  {name:<32} {'':>8}  agent steps  {ceiling:8.0f} steps/s   x{ceiling / base:5.2f} per-run")
+    print(f"  batched fast / AtariVectorEnv: x{fast / ceiling:.2f}")
+    if commit is not None:
+        old = before(commit, path, shifts, seeds, episodes, frames, workers)
+        name = f"runner of {commit}"
+        print(f"  {name:<32} {'':>8}  agent steps  {old:8.0f} steps/s   x{old / base:5.2f} per-run")
+        print(f"  batched fast / runner of {commit}: x{fast / old:.2f}")
 
 
 def main() -> bool:
@@ -204,6 +292,9 @@ def main() -> bool:
     parser.add_argument("--breakout-episodes", type=int, default=1, help="games per run (part 3)")
     parser.add_argument("--breakout-games", type=int, default=8, help="games SB3's evaluate_policy plays (part 3)")
     parser.add_argument("--breakout-frames", type=int, default=18_000, help="frames a game may last (part 3)")
+    parser.add_argument(
+        "--before", nargs="?", const=BEFORE, metavar="COMMIT", help=f"part 3 against COMMIT's runner (default {BEFORE})"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)  # as in each worker process
     ok = True
@@ -219,6 +310,7 @@ def main() -> bool:
             args.breakout_frames,
             args.workers,
             args.rounds,
+            args.before,
         )
     return ok
 
