@@ -167,3 +167,32 @@ def test_the_constructor_records_its_arguments():
     env = GamesAsEpisodes(gym.make(ID), frame_stack=2)
     assert env.observation_space.shape == (2, 84, 84)
     assert env.spec is not None and env.spec.additional_wrappers[-1].kwargs == {"frame_stack": 2}
+
+
+BOTTOM_ROW = "; ".join(f"ram[{i}]=0" for i in range(0, 36, 6))  # Breakout's bottom row of bricks
+
+
+@pytest.mark.parametrize("games_as_episodes", [True, False])
+@pytest.mark.parametrize("frame", [41, 42, 43, 44])
+def test_what_a_layer_under_the_preprocessing_did_on_any_frame_reaches_the_agents_step(
+    games_as_episodes: bool, frame: int
+) -> None:
+    # SB3's frame skip keeps the info of a step's last frame only: an intervention made on another frame of
+    # the step used to vanish from the records. Each of the four frames of a step is tried.
+    from rlwrappers.wrappers.state import Intervene
+
+    raw = Intervene(gym.make(ID, max_episode_steps=CAP), BOTTOM_ROW, when=f"starting(step={frame})")
+    env = atari_wrapper(raw, games=games_as_episodes)
+
+    def active(info: dict[str, Any]) -> bool:
+        return bool(info.get("rlwrappers", {}).get("intervene", {}).get("active", False))
+
+    _, info = env.reset(seed=0)
+    assert not active(info)
+    made = []
+    for _ in range(12):  # frame 44 at the latest: within the first 11 steps after the reset's no-ops and FIRE
+        _, _, terminated, truncated, info = env.step(0)
+        made.append(active(info))
+        assert not (terminated or truncated)
+    assert made.count(True) == 1  # once, on the step whose frames held the one it was made on
+    assert not any(env.unwrapped.ale.getRAM()[i] for i in range(0, 36, 6))  # and it held

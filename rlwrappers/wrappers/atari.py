@@ -7,6 +7,7 @@ from typing import Any
 import gymnasium as gym
 
 from rlwrappers import _optional
+from rlwrappers.core import INFO_KEY
 from rlwrappers.error import InvalidArgument, InvalidType
 
 __all__ = ["GamesAsEpisodes", "LivesAsEpisodes", "atari_wrapper"]
@@ -78,6 +79,85 @@ class _Game(gym.Wrapper[Any, Any, Any, Any]):
         return obs, reward, terminated, truncated, info
 
 
+class _FrameRecords(gym.Wrapper[Any, Any, Any, Any]):
+    """Keeps what the perturbation layers under the preprocessing reported at each raw frame, for the agent's step.
+
+    SB3's frame skip keeps the ``info`` of a step's last frame only, and its FIRE reset returns an empty one, so
+    a layer under the preprocessing (an :class:`~rlwrappers.wrappers.state.Intervene` on the raw game) would see
+    its records dropped whenever it acted on another frame. This wrapper, right above the raw env, keeps them;
+    :class:`_AgentRecords`, above the preprocessing, hands them to the agent's step: see :func:`_merge_frames`.
+    """
+
+    def __init__(self, env: gym.Env[Any, Any]):
+        super().__init__(env)
+        self._reset: dict[str, Any] | None = None
+        self._steps: list[dict[str, Any]] = []
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._reset, self._steps = info.get(INFO_KEY), []
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        records = info.get(INFO_KEY)
+        if records:
+            self._steps.append(records)
+        return obs, reward, terminated, truncated, info
+
+    def take_reset(self) -> dict[str, Any] | None:
+        """The records of the raw env's last reset, once."""
+        records, self._reset = self._reset, None
+        return records
+
+    def take_steps(self) -> dict[str, Any] | None:
+        """The records of the raw frames stepped since the last call, merged (:func:`_merge_frames`); None if none."""
+        steps, self._steps = self._steps, []
+        return _merge_frames(steps) if steps else None
+
+
+def _merge_frames(frames: list[dict[str, Any]]) -> dict[str, Any]:
+    """One agent step's records from those of its raw frames, by label.
+
+    Each label keeps its last frame's record if that one acted (``active``), else the first record that did, else
+    the last one: what a layer did on any frame of the step is reported, and an always-on layer reports its last
+    frame, as SB3's frame skip would.
+    """
+    out: dict[str, Any] = {}
+    for label in dict.fromkeys(label for records in frames for label in records):
+        seen = [records[label] for records in frames if label in records]
+        record = seen[-1]
+        if not record.get("active", False):
+            record = next((r for r in seen if r.get("active", False)), record)
+        out[label] = record
+    return out
+
+
+class _AgentRecords(gym.Wrapper[Any, Any, Any, Any]):
+    """Above the preprocessing: puts the records :class:`_FrameRecords` kept into each agent step's ``info``.
+
+    A reset reports the raw env's reset; the records of the frames it steps (no-ops, FIRE) join the first step.
+    """
+
+    def __init__(self, env: gym.Env[Any, Any], frames: _FrameRecords):
+        super().__init__(env)
+        self.frames = frames
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        records = self.frames.take_reset()
+        if records is not None:
+            info[INFO_KEY] = records
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        records = self.frames.take_steps()
+        if records is not None:
+            info[INFO_KEY] = records
+        return obs, reward, terminated, truncated, info
+
+
 def _check_frame_stack(frame_stack: Any) -> int:
     if not isinstance(frame_stack, int) or isinstance(frame_stack, bool) or frame_stack < 1:
         raise InvalidArgument(f"`frame_stack` must be an int >= 1, received {frame_stack!r}")
@@ -90,15 +170,16 @@ def _preprocessing(env: gym.Env[Any, Any], frame_stack: int, padding: str) -> tu
     Returns the stack and the ``AtariWrapper``'s ``EpisodicLifeEnv`` layer.
     """
     atari_wrappers = _optional.require("stable_baselines3.common.atari_wrappers", purpose="SB3's Atari preprocessing")
+    frames = _FrameRecords(env)
     env = atari = atari_wrappers.AtariWrapper(
-        env, screen_size=SCREEN_SIZE, terminal_on_life_loss=True, clip_reward=False
+        frames, screen_size=SCREEN_SIZE, terminal_on_life_loss=True, clip_reward=False
     )
     layer: gym.Env[Any, Any] = atari
     while not isinstance(layer, atari_wrappers.EpisodicLifeEnv):
         assert isinstance(layer, gym.Wrapper)  # AtariWrapper(terminal_on_life_loss=True) holds one
         layer = layer.env
     env = gym.wrappers.ReshapeObservation(env, (SCREEN_SIZE, SCREEN_SIZE))
-    return gym.wrappers.FrameStackObservation(env, frame_stack, padding_type=padding), layer
+    return _AgentRecords(gym.wrappers.FrameStackObservation(env, frame_stack, padding_type=padding), frames), layer
 
 
 class GamesAsEpisodes(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorArgs):
@@ -148,6 +229,8 @@ class GamesAsEpisodes(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstruct
         gym.utils.RecordConstructorArgs.__init__(self, frame_stack=frame_stack)
         self._game = _Game(env)
         stack, self._lives = _preprocessing(self._game, frame_stack, "zero")
+        assert isinstance(stack, _AgentRecords)
+        self._records = stack
         gym.Wrapper.__init__(self, stack)
         self.frame_stack = frame_stack
 
@@ -164,6 +247,9 @@ class GamesAsEpisodes(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstruct
         if terminated and not truncated and self._game.end is None:  # a lost life: the game goes on
             last = obs
             obs, _ = self.env.reset()  # the seed is unused: SB3's EpisodicLifeEnv goes on with the game
+            restart = self._records.frames.take_steps()  # what layers under it did in the restart's frames
+            if restart is not None:
+                info[INFO_KEY] = _merge_frames([info.get(INFO_KEY, {}), restart])
             if self._game.end is not None:  # the game ended within the restart, which then began a new one
                 obs = last
                 terminated, truncated = self._game.end
@@ -187,7 +273,10 @@ def atari_wrapper(env: gym.Env[Any, Any], frame_stack: int = 4, games: bool = Fa
 
     Wrap the raw ALE env, with no frame skip of its own (``BreakoutNoFrameskip-v4``, or
     ``ALE/Breakout-v5`` with ``frameskip=1``). A corruption that wraps ``env`` before this acts on the raw
-    frame, one that wraps the result acts on the network's input.
+    frame, one that wraps the result acts on the network's input. What a perturbation layer under it reports
+    on any raw frame reaches the agent's step: an intervention made on the second of a step's four frames is
+    in that step's ``info``, and a reset's records come through the FIRE reset (SB3's frame skip alone keeps
+    the last frame's ``info``).
 
     Args:
         env: the raw ALE env.
