@@ -97,6 +97,9 @@ class Perturbation:
     uses_previous_action: ClassVar[bool] = False
     #: Whether it acts through an agent given with :meth:`attach` (parameter noise, gradient attacks).
     needs_agent: ClassVar[bool] = False
+    #: Whether it changes the base env's state and returns the observation of the new state, computed from the
+    #: base env (``init_noise``, ``intervene``): it must sit below every wrapper that changes observations.
+    observes_state: ClassVar[bool] = False
     #: Whether its observation records describe the agent's decision on the perturbed observation: they are
     #: reported with the next ``step`` call, completed by :meth:`decided` with the action the agent took.
     records_decision: ClassVar[bool] = False

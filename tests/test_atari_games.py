@@ -196,3 +196,28 @@ def test_what_a_layer_under_the_preprocessing_did_on_any_frame_reaches_the_agent
         assert not (terminated or truncated)
     assert made.count(True) == 1  # once, on the step whose frames held the one it was made on
     assert not any(env.unwrapped.ale.getRAM()[i] for i in range(0, 36, 6))  # and it held
+
+
+def _random_action(obs: Any, rng: np.random.Generator) -> int:
+    return int(rng.integers(4))
+
+
+def test_an_evaluation_makes_an_intervention_under_the_atari_preprocessing(tmp_path: Any) -> None:
+    # An intervention renders the raw frame of the state it changed, so it sits on the raw game, under the
+    # preprocessing the agent sees through; its schedule counts raw frames and whole games.
+    import rlwrappers as rw
+    from rlwrappers.agents import CallableAgent
+    from rlwrappers.ladders import preprocessing_wrappers
+    from rlwrappers.studies import EnvSetup, Execution
+
+    env = games()
+    agent = CallableAgent(_random_action, env.observation_space, env.action_space)
+    setup = EnvSetup(kwargs={"max_episode_steps": 4000}, wrappers=preprocessing_wrappers("atari-games"))
+    shift = {"bottom": [{"name": "intervene", "interventions": [BOTTOM_ROW], "when": "starting(step=42)"}]}
+    result = rw.evaluate(
+        {"random": agent}, ID, shift, episodes=2, seeds=1, out=tmp_path, env=setup,
+        execution=Execution(workers=1, progress=False),
+    )  # fmt: skip
+    path = result.index.loc[result.index["shift"] == "bottom", "path"].iloc[0]
+    steps = rw.read_log(result.path / path).steps
+    assert steps.groupby("episode")["intervene.active"].sum().tolist() == [1, 1]  # once in each game

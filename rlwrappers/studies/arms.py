@@ -23,7 +23,16 @@ import numpy as np
 from rlwrappers import agents as agents_module
 from rlwrappers.core import attach, wrap
 from rlwrappers.logs import Recorder
-from rlwrappers.studies.design import RunSpec, Settings, Stack, agent_generator, episode_seed, index_row, on_agent_input
+from rlwrappers.studies.design import (
+    RunSpec,
+    Settings,
+    Stack,
+    agent_generator,
+    episode_seed,
+    index_row,
+    on_agent_input,
+    on_base_env,
+)
 from rlwrappers.wrappers.atari import LivesAsEpisodes
 from rlwrappers.zoo import load_agent
 
@@ -55,13 +64,20 @@ def make_env(
     Without ``over`` wrappers, lives are counted under the shift, so a shift's schedule counts lives; with
     them, above the preprocessing (which must see whole games), so a shift under it counts games.
     ``always`` makes the shift act at every step, whatever its schedule; ``first_episode`` is the arm's
-    first episode (:meth:`Settings.entries`).
+    first episode (:meth:`Settings.entries`). Under ``under`` wrappers, a perturbation that renders the
+    observation of a state it changed sits on the base env, where its schedule counts the base env's own steps
+    (an Atari frame) and episodes (a game).
     """
     if always:
         entries = [{**e, "when": "always"} for e in settings.shifts.get(shift, [])]
     else:
         entries = settings.entries(shift, first_episode)
     env = gym.make(settings.env_id, **settings.env_kwargs)
+    if stack.under:  # what renders the observation of a state it changed goes under the env's own wrappers
+        base = [e for e in entries if on_base_env(e)]
+        if base:
+            env = wrap(env, *base)
+            entries = [e for e in entries if not on_base_env(e)]
     for wrapper in stack.under:
         env = wrapper(env)
     lives = None

@@ -54,6 +54,7 @@ __all__ = [
     "index_row",
     "is_parallel",
     "on_agent_input",
+    "on_base_env",
     "parallel_factory",
     "parse_agents",
     "parse_seeds",
@@ -214,7 +215,9 @@ class Stack:
     """The wrappers around an arm's shift: ``under`` it (the env's own) and ``over`` it (the agent's preprocessing).
 
     A shift acts on what the ``under`` wrappers emit. Perturbations that act on the agent's own input (those
-    that need the agent: gradient attacks, parameter noise) go above the ``over`` wrappers instead.
+    that need the agent: gradient attacks, parameter noise) go above the ``over`` wrappers instead, and those
+    that render the observation of a state they changed (initial-state noise, interventions) on the base env,
+    below the ``under`` wrappers.
     """
 
     under: tuple[Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]], ...] = ()
@@ -224,6 +227,11 @@ class Stack:
 def on_agent_input(entry: Mapping[str, Any]) -> bool:
     """Whether a stored perturbation acts on the agent's own input, above any preprocessing."""
     return Entry.parse(entry).perturbation.needs_agent
+
+
+def on_base_env(entry: Mapping[str, Any]) -> bool:
+    """Whether a stored perturbation renders the observation of a state it changed, so sits on the base env."""
+    return Entry.parse(entry).perturbation.observes_state
 
 
 @dataclass(frozen=True)

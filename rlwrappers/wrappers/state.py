@@ -82,6 +82,7 @@ class InitialStateNoisePerturbation(Perturbation):
 
     name = "init_noise"
     channel = "state"
+    observes_state = True
     reset_fields = {"delta": "float64[]"}
 
     std: float | tuple[float, ...] = 0.1
@@ -430,6 +431,7 @@ class InterventionPerturbation(Perturbation):
 
     name = "intervene"
     channel = "state"
+    observes_state = True
 
     interventions: list[str | dict[str, Any]] = field(default_factory=list)
 
