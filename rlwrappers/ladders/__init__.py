@@ -117,7 +117,9 @@ the episode plays on (:class:`~rlwrappers.wrappers.state.Intervene`), on the env
 CartPole-v1 a push of the pole (``theta_dot+=0.5``) or of the cart (``x_dot+=1.0``), a tilt (``theta=0.15``)
 and a pole ten times heavier, each at step 100; Pendulum-v1 knocked down (``theta=3.14159``), spun
 (``theta_dot+=4.0``) or made 1.5 times heavier at step 100; Hopper-v5 shoved forward or back (``qvel[0]``
-+-1 m/s) or tipped (``qvel[2]+=2.0``) at step 200. Catch and the ALE games have none.
++-1 m/s) or tipped (``qvel[2]+=2.0``) at step 200; BreakoutNoFrameskip-v4 its bottom row of bricks, or its
+third and fourth rows, removed through the RAM at frame 42 of each game, once the wall is built (the
+intervention acts on the raw game, under the preprocessing, where its schedule counts frames). Catch has none.
 
 Example:
     >>> from rlwrappers.ladders import ladder

@@ -216,8 +216,13 @@ class ShownIntervention:
     doc: str
 
 
+#: Breakout's RAM bytes of a row of bricks (row 0 is the bottom one): see docs/interventions.md.
+_BREAKOUT_ROW = range(0, 36, 6)
+
 #: The interventions each card shows, per env whose state can be written (docs/interventions.md): classic
-#: control and MuJoCo envs. Each is made once per episode, mid-episode, and the episode plays on from there.
+#: control, MuJoCo and ALE envs. Each is made once per episode, mid-episode, and the episode plays on from
+#: there. On Breakout they act on the raw game, under the preprocessing, so ``step`` counts raw frames: the game
+#: builds its wall in its first 37 frames after a reset, over any earlier write.
 INTERVENTIONS: Final[Mapping[str, Mapping[str, ShownIntervention]]] = {
     "CartPole-v1": {
         "pole_push": ShownIntervention(
@@ -247,6 +252,18 @@ INTERVENTIONS: Final[Mapping[str, Mapping[str, ShownIntervention]]] = {
         ),
         "stumble": ShownIntervention(
             "qvel[2]+=2.0", "starting(step=200)", "The torso is tipped: +2 rad/s at step 200."
+        ),
+    },
+    "BreakoutNoFrameskip-v4": {
+        "bottom_row": ShownIntervention(
+            "; ".join(f"ram[{i}]=0" for i in _BREAKOUT_ROW),
+            "starting(step=42)",
+            "The bottom row of bricks is removed at frame 42 of each game.",
+        ),
+        "middle_rows": ShownIntervention(
+            "; ".join(f"ram[{i + row}]=0" for row in (2, 3) for i in _BREAKOUT_ROW),
+            "starting(step=42)",
+            "The third and fourth rows of bricks from the bottom are removed at frame 42 of each game.",
         ),
     },
 }
