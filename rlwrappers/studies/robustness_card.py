@@ -1,9 +1,10 @@
 """A robustness card: one agent on one env under every family of shift of a severity ladder, in one batched run.
 
 :func:`robustness_card` reads the env's ladder (:mod:`rlwrappers.ladders`), runs every arm (each family and
-sub-family at levels 1 to 5, the recovery test, and the clean arm they are all paired with) as one evaluation
-(:func:`~rlwrappers.studies.run.evaluate`) with batched runs (:mod:`rlwrappers.studies.batched`), scores the
-episode table with :mod:`rlwrappers.metrics.card`, and writes the card with :mod:`rlwrappers.report.card`::
+sub-family at levels 1 to 5, the recovery test, the interventions shown unrated, and the clean arm they are all
+paired with) as one evaluation (:func:`~rlwrappers.studies.run.evaluate`) with batched runs
+(:mod:`rlwrappers.studies.batched`), scores the episode table with :mod:`rlwrappers.metrics.card`, measures
+flip rates (:mod:`rlwrappers.studies.flips`), and writes the card with :mod:`rlwrappers.report.card`::
 
     out/
       card.json, card.html, badge.svg   the card (see rlwrappers.report.card)
