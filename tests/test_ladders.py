@@ -25,7 +25,9 @@ from rlwrappers.uncertainty import SETS, uncertainty_set
 ENVS = list(definition.ENVS)
 VECTOR = ["CartPole-v1", "Pendulum-v1", "Hopper-v5"]
 BREAKOUT = "BreakoutNoFrameskip-v4"
-IMAGE = ["rlwrappers/Catch-v0", BREAKOUT]
+TOYBOX = "rlwrappers/ToyboxBreakout-v0"
+ATARI = [BREAKOUT, TOYBOX]
+IMAGE = ["rlwrappers/Catch-v0", *ATARI]
 #: The zoo's clean agent of each env: the agent the agent-bound entries attach to.
 AGENTS = {
     "CartPole-v1": "ppo-CartPole-v1",
@@ -35,8 +37,8 @@ AGENTS = {
 }
 #: Breakout's agent: SB3's PPO of shared/agents beside the repository (the zoo has none).
 BREAKOUT_AGENT = Path(__file__).resolve().parents[2] / "shared" / "agents" / "ppo-BreakoutNoFrameskip-v4-seed0.zip"
-#: Every env, Breakout's slow tests marked slow.
-ENVS_SLOW_BREAKOUT = [pytest.param(e, marks=pytest.mark.slow) if e == BREAKOUT else e for e in ENVS]
+#: Every env, the Atari games' tests marked slow.
+ENVS_SLOW_BREAKOUT = [pytest.param(e, marks=pytest.mark.slow) if e in ATARI else e for e in ENVS]
 #: Entry parameters that configure a perturbation rather than measure its severity.
 SETTINGS = {"steps", "seed", "duration"}
 
@@ -52,9 +54,11 @@ def entries_of(ladder: ladders.Ladder) -> Iterator[dict[str, Any]]:
 
 
 def needs_env(env_id: str) -> None:
-    """Skips the test where the env's package is missing: ale_py for Breakout."""
-    if env_id == BREAKOUT:
+    """Skips the test where the env's package is missing: ale_py for Breakout, ctoybox for Toybox."""
+    if env_id in ATARI:
         pytest.importorskip("ale_py")
+    if env_id == TOYBOX:
+        pytest.importorskip("ctoybox")
 
 
 def make(ladder: ladders.Ladder) -> gym.Env[Any, Any]:
@@ -166,12 +170,25 @@ def run(ladder: ladders.Ladder, entries: list[dict[str, Any]], agent: rw.agents.
     env.close()
 
 
+def run_intervention(ladder: ladders.Ladder, entries: list[dict[str, Any]], steps: int = 3) -> None:
+    """Plays a few random steps with an intervention on the bare env, under the preprocessing, as evaluations do."""
+    wrappers = ladders.preprocessing_wrappers(ladder.preprocessing)
+    env = rw.wrap(gym.make(ladder.env_id, **ladder.env_kwargs), *entries)  # checks its paths against the state
+    for wrapper in wrappers:
+        env = wrapper(env)
+    env.action_space.seed(0)
+    env.reset(seed=0)
+    for _ in range(steps):
+        env.step(env.action_space.sample())
+    env.close()
+
+
 @pytest.mark.parametrize("env_id", ENVS_SLOW_BREAKOUT)
 def test_every_arm_wraps_the_preprocessed_env_with_the_agent_attached(env_id):
     needs_env(env_id)
     ladder = ladders.ladder(env_id)
-    agent = breakout_agent() if env_id == BREAKOUT else rw.load_agent(AGENTS[env_id], seed=0)
-    if env_id == BREAKOUT:
+    agent = breakout_agent() if env_id in ATARI else rw.load_agent(AGENTS[env_id], seed=0)
+    if env_id in ATARI:
         assert make(ladder).observation_space == gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
     skipped = []
     for arm in ladder.arms():
@@ -180,6 +197,8 @@ def test_every_arm_wraps_the_preprocessed_env_with_the_agent_attached(env_id):
             continue
         run(ladder, arm.entries, agent)
     run(ladder, ladder.recovery.entries, agent)
+    for shown in ladder.interventions:
+        run_intervention(ladder, shown.entries)
     if skipped:
         pytest.skip(missing_agent_message(f"the arms that need an agent were not run: {skipped}"))
 

@@ -15,18 +15,19 @@ go under the shifts (``EnvSetup(kwargs=ladder.env_kwargs, wrappers=preprocessing
 for :func:`rlwrappers.evaluate`), so the shifts act on the agent's input. The calibration builds the env the same
 way (:func:`rlwrappers.ladders.calibration.make_env`).
 
-Version ``card-v1`` (:data:`LADDER`) has ladders for CartPole-v1, Pendulum-v1, Hopper-v5, rlwrappers/Catch-v0 and
-BreakoutNoFrameskip-v4. Its constants live in :mod:`rlwrappers.ladders.definition`.
+Version ``card-v1`` (:data:`LADDER`) has ladders for CartPole-v1, Pendulum-v1, Hopper-v5, rlwrappers/Catch-v0,
+BreakoutNoFrameskip-v4 and rlwrappers/ToyboxBreakout-v0. Its constants live in :mod:`rlwrappers.ladders.definition`.
 
-=======================  ================================  ==============  ======
-env                      env_kwargs                        preprocessing   kind
-=======================  ================================  ==============  ======
-CartPole-v1              ``{}``                            None            vector
-Pendulum-v1              ``{}``                            None            vector
-Hopper-v5                ``{}``                            None            vector
-rlwrappers/Catch-v0      ``{}``                            None            image
-BreakoutNoFrameskip-v4   ``{"max_episode_steps": 18000}``  "atari-games"   image
-=======================  ================================  ==============  ======
+=============================  ================================  ==============  ======
+env                            env_kwargs                        preprocessing   kind
+=============================  ================================  ==============  ======
+CartPole-v1                    ``{}``                            None            vector
+Pendulum-v1                    ``{}``                            None            vector
+Hopper-v5                      ``{}``                            None            vector
+rlwrappers/Catch-v0            ``{}``                            None            image
+BreakoutNoFrameskip-v4         ``{"max_episode_steps": 18000}``  "atari-games"   image
+rlwrappers/ToyboxBreakout-v0   ``{"max_episode_steps": 18000}``  "atari-games"   image
+=============================  ================================  ==============  ======
 
 **Breakout** is for SB3's Atari agents (trained with SB3's ``AtariWrapper`` and a stack of four frames). Its
 preprocessing, ``"atari-games"``, is :func:`rlwrappers.wrappers.atari.atari_wrapper` with ``games=True``
@@ -37,7 +38,9 @@ no-op and FIRE, the stack refilled from zeros), and the return is the game's sco
 raw env, whose steps are frames, so it caps a game at 18,000 frames (4,500 agent steps less those of the
 resets), the usual Atari cap: a stuck agent would otherwise play on for tens of thousands of steps. The
 corruptions act on each of the four stacked frames alone (the layout is inferred as ``"chw"``); the attack and
-parameter noise act on the agent's input, which the shifts see.
+parameter noise act on the agent's input, which the shifts see. **Toybox's Breakout** (the toybox extra) takes
+the same preprocessing and the same ladder, for agents that play it; its game state is a document, so its card
+makes seed 000's catalogue interventions.
 
 **Calibration.** A uniform-random policy plays 10,000 steps (Breakout's are agent steps, four frames each, and its
 episodes whole games): ``action_space.seed(0)``, and episode ``i`` (from 0) resets with ``seed=i``. ``sigma_d``
@@ -107,7 +110,7 @@ levels span 90 to 10, the range ``rw.sweep``'s default JPEG sweep covers.
 **Recovery.** The level-4 observation noise, switched on for steps ``start <= t < stop`` of each episode
 (``window(start=S, stop=E, unit="step")``); ``window`` and ``horizon`` are those of
 :func:`rlwrappers.metrics.card.recovery_time`: CartPole-v1 100, 150, 20, 200; Pendulum-v1 50, 100, 10, 100;
-Hopper-v5 200, 300, 20, 300; rlwrappers/Catch-v0 27, 45, 9, 45; BreakoutNoFrameskip-v4 200, 300, 100, 1000 (agent
+Hopper-v5 200, 300, 20, 300; rlwrappers/Catch-v0 27, 45, 9, 45; the two Breakouts 200, 300, 100, 1000 (agent
 steps of a whole game: the noise strikes for 100 steps well into the first life; a random game lasts about 180
 steps, an SB3 PPO agent scoring about 35 plays games of 700 to 900, so the horizon of 1,000 in effect runs to the
 game's end, and a game that ends before its trailing mean holds the band for 100 steps has not recovered).
@@ -119,7 +122,9 @@ and a pole ten times heavier, each at step 100; Pendulum-v1 knocked down (``thet
 (``theta_dot+=4.0``) or made 1.5 times heavier at step 100; Hopper-v5 shoved forward or back (``qvel[0]``
 +-1 m/s) or tipped (``qvel[2]+=2.0``) at step 200; BreakoutNoFrameskip-v4 its bottom row of bricks, or its
 third and fourth rows, removed through the RAM at frame 42 of each game, once the wall is built (the
-intervention acts on the raw game, under the preprocessing, where its schedule counts frames). Catch has none.
+intervention acts on the raw game, under the preprocessing, where its schedule counts frames);
+rlwrappers/ToyboxBreakout-v0 six of seed 000's catalogue (``paddle_width_12``, ``paddle_width_48``,
+``paddle_speed_2``, ``drop_row_5``, ``drop_row_2``, ``drop_column_8``), made as each game starts. Catch has none.
 
 Example:
     >>> from rlwrappers.ladders import ladder

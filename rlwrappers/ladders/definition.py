@@ -125,7 +125,14 @@ CORRUPTIONS: Final[Mapping[str, Family]] = {
 }
 
 #: The envs card-v1 has a ladder for, in order.
-ENVS: Final = ("CartPole-v1", "Pendulum-v1", "Hopper-v5", "rlwrappers/Catch-v0", "BreakoutNoFrameskip-v4")
+ENVS: Final = (
+    "CartPole-v1",
+    "Pendulum-v1",
+    "Hopper-v5",
+    "rlwrappers/Catch-v0",
+    "BreakoutNoFrameskip-v4",
+    "rlwrappers/ToyboxBreakout-v0",
+)
 
 # How each env is built: ``gym.make(env_id, **ENV_KWARGS[env_id])``, then the wrappers its preprocessing names.
 #: Atari games end after this many raw frames (the usual cap; four per agent step with frame skip 4): a stuck
@@ -133,7 +140,10 @@ ENVS: Final = ("CartPole-v1", "Pendulum-v1", "Hopper-v5", "rlwrappers/Catch-v0",
 ATARI_MAX_FRAMES: Final = 18_000
 #: ``gym.make``'s keyword arguments, by env (an env absent here takes none). Breakout's ``TimeLimit`` wraps the
 #: raw env, whose steps are single frames, so it counts raw frames.
-ENV_KWARGS: Final[Mapping[str, Mapping[str, Any]]] = {"BreakoutNoFrameskip-v4": {"max_episode_steps": ATARI_MAX_FRAMES}}
+ENV_KWARGS: Final[Mapping[str, Mapping[str, Any]]] = {
+    "BreakoutNoFrameskip-v4": {"max_episode_steps": ATARI_MAX_FRAMES},
+    "rlwrappers/ToyboxBreakout-v0": {"max_episode_steps": ATARI_MAX_FRAMES},
+}
 #: The preprocessing names and what each does: :func:`rlwrappers.ladders.preprocessing_wrappers` makes its wrappers.
 PREPROCESSING: Final[Mapping[str, str]] = {
     "atari-games": (
@@ -142,7 +152,10 @@ PREPROCESSING: Final[Mapping[str, str]] = {
     ),
 }
 #: The preprocessing each env's agents see, by env (an env absent here has none): the shifts act on its output.
-ENV_PREPROCESSING: Final[Mapping[str, str]] = {"BreakoutNoFrameskip-v4": "atari-games"}
+ENV_PREPROCESSING: Final[Mapping[str, str]] = {
+    "BreakoutNoFrameskip-v4": "atari-games",
+    "rlwrappers/ToyboxBreakout-v0": "atari-games",
+}
 
 # Calibration: a uniform-random policy for a fixed number of steps.
 CALIBRATION_POLICY: Final = "uniform-random"
@@ -204,12 +217,16 @@ RECOVERY: Final[Mapping[str, RecoveryWindow]] = {
     # Agent steps of a whole game: a random game lasts about 180 of them, an SB3 PPO agent's (scoring about 35)
     # 700 to 900, so the horizon in effect runs to the game's end.
     "BreakoutNoFrameskip-v4": RecoveryWindow(200, 300, 100, 1000),
+    "rlwrappers/ToyboxBreakout-v0": RecoveryWindow(200, 300, 100, 1000),
 }
 
 
 @dataclass(frozen=True)
 class ShownIntervention:
-    """An intervention on state a card shows, not rated: its one-line form, when it is made, what it does."""
+    """An intervention on state a card shows, not rated.
+
+    ``assignments`` is its one-line form (or a Toybox catalogue name), ``when`` its schedule, ``doc`` what it does.
+    """
 
     assignments: str
     when: str
@@ -264,6 +281,19 @@ INTERVENTIONS: Final[Mapping[str, Mapping[str, ShownIntervention]]] = {
             "; ".join(f"ram[{i + row}]=0" for row in (2, 3) for i in _BREAKOUT_ROW),
             "starting(step=42)",
             "The third and fourth rows of bricks from the bottom are removed at frame 42 of each game.",
+        ),
+    },
+    # Seed 000's catalogue (rlwrappers.envs.toybox.interventions), made as each game starts.
+    "rlwrappers/ToyboxBreakout-v0": {
+        "paddle_width_12": ShownIntervention("paddle_width_12", "always", "The paddle is 12 wide (24 at the start)."),
+        "paddle_width_48": ShownIntervention("paddle_width_48", "always", "The paddle is 48 wide (24 at the start)."),
+        "paddle_speed_2": ShownIntervention(
+            "paddle_speed_2", "always", "The paddle moves 2 per frame (4 at the start)."
+        ),
+        "drop_row_5": ShownIntervention("drop_row_5", "always", "The bottom row of bricks is removed (18 bricks)."),
+        "drop_row_2": ShownIntervention("drop_row_2", "always", "The third row from the top is removed (18 bricks)."),
+        "drop_column_8": ShownIntervention(
+            "drop_column_8", "always", "A column of bricks mid-wall is removed (6 bricks)."
         ),
     },
 }
