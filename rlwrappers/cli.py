@@ -121,10 +121,11 @@ def _list_ladders() -> None:
     from rlwrappers import ladders
 
     print(f"Severity ladders ({ladders.LADDER}; `rlwrappers card --env ID`), each env's families:")
+    width = max(len(env_id) for env_id in ladders.ladders())
     for env_id in ladders.ladders():
         ladder = ladders.ladder(env_id)
         families = ", ".join(ladder.families)
-        print(f"  {env_id:<24} {families}; random policy's return {ladder.random_return:g}")
+        print(f"  {env_id:<{width}}  {families}; random policy's return {ladder.random_return:g}")
 
 
 def _list_sets() -> None:
