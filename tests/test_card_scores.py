@@ -42,6 +42,19 @@ def test_no_rating_when_clean_is_no_better_than_random() -> None:
     assert math.isnan(scores.ausc) and scores.tolerated == 0
 
 
+def test_a_clean_margin_too_thin_for_an_interval_keeps_the_estimate_and_gives_no_interval() -> None:
+    # Clean 6 against a random 5: a replicate that draws clean's zeros does no better than random, and its
+    # impact is undefined. The estimate stands; the interval is nan rather than built from the other replicates.
+    clean, shifted = [[12.0, 0.0], [12.0, 0.0]], [[8.0, 0.0], [8.0, 0.0]]
+    estimate, low, high = card.paired_bootstrap(
+        [clean, shifted], lambda c, s: card.impact(c, s, 5.0), np.random.default_rng(0), reps=200
+    )
+    assert estimate == pytest.approx(2.0 / 1.0) and math.isnan(low) and math.isnan(high)
+    scores = card.family_scores(clean, [shifted] * 5, 5.0, np.random.default_rng(0), reps=200)
+    assert scores.ausc == 0.0 and all(math.isnan(x) for x in scores.ausc_ci)
+    assert scores.impact == [2.0] * 5 and all(math.isnan(low) for low, _ in scores.impact_ci)
+
+
 def test_the_paired_bootstrap_resamples_the_same_episodes_in_every_arm() -> None:
     clean = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     shifted = clean - 1.0  # every episode one lower: any paired replicate differs by exactly 1

@@ -138,7 +138,9 @@ def paired_bootstrap(
     seed, episode indices with replacement and applies the same indices to every arm.
 
     Returns:
-        ``(estimate, low, high)``.
+        ``(estimate, low, high)``; ``low`` and ``high`` are nan when the statistic is nan in some replicate (an
+        impact whose resampled clean arm does no better than the random policy: the margin is too thin for an
+        interval).
     """
     matrices = [_arm(f"arms[{i}]", a) for i, a in enumerate(arms)]
     if not matrices or any(m.shape != matrices[0].shape for m in matrices):
@@ -152,9 +154,12 @@ def paired_bootstrap(
     for k in range(reps):
         picks = rng.integers(0, episodes, size=(seeds, episodes))
         values[k] = statistic(*(m[rows, picks] for m in matrices))
+    estimate = float(statistic(*matrices))
+    if np.isnan(values).any():
+        return estimate, math.nan, math.nan
     tail = 50.0 * (1.0 - confidence)
     low, high = np.percentile(values, [tail, 100.0 - tail])
-    return float(statistic(*matrices)), float(low), float(high)
+    return estimate, float(low), float(high)
 
 
 @dataclass(frozen=True)
@@ -188,7 +193,9 @@ def family_scores(
 ) -> FamilyScores:
     """Every score of one family: per level its impact with an interval, and the AUSC with an interval.
 
-    Impacts are nan, the AUSC too and nothing tolerated, when ``R_clean <= R_random``: there is no rating.
+    Impacts are nan, the AUSC too and nothing tolerated, when ``R_clean <= R_random``: there is no rating. An
+    interval is nan when some replicate's clean arm does no better than the random policy (see
+    :func:`paired_bootstrap`).
     """
     arms = [_arm("clean", clean), *(_arm(f"levels[{i}]", level) for i, level in enumerate(levels))]
     r_random = _check.number("random_return", random_return)
@@ -202,7 +209,8 @@ def family_scores(
         intervals.append((low, high))
 
     def area(c: NDArray[np.float64], *shifted: NDArray[np.float64]) -> float:
-        return ausc([1.0 - impact(c, s, r_random) for s in shifted])
+        normalized = [1.0 - impact(c, s, r_random) for s in shifted]
+        return math.nan if any(math.isnan(n) for n in normalized) else ausc(normalized)
 
     estimate, low, high = paired_bootstrap(arms, area, rng, reps=reps)
     normalized = [1.0 - i for i in impacts]

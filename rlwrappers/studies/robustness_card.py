@@ -379,7 +379,10 @@ def _corruptions(
         return [[scores.impact(c, s, random_return) for s in shifted[k * 5 : k * 5 + 5]] for k in range(n)]
 
     def area(c: np.ndarray[Any, Any], *shifted: np.ndarray[Any, Any]) -> float:
-        return float(np.mean([scores.ausc([1.0 - i for i in row]) for row in impacts(c, *shifted)]))
+        rows = impacts(c, *shifted)
+        if any(math.isnan(i) for row in rows for i in row):
+            return math.nan  # a replicate whose clean arm does no better than random: no interval
+        return float(np.mean([scores.ausc([1.0 - i for i in row]) for row in rows]))
 
     rng = _generator("corruptions")
     rated = not any(s["ausc"] is None for s in subs)
@@ -401,12 +404,12 @@ def _corruptions(
                 return float(np.mean([scores.impact(c, s, random_return) for s in shifted[at::5]]))
 
             estimate, low, high = scores.paired_bootstrap([clean, *flat], mean_impact, rng, reps=reps)
-            entry.update(impact=estimate, impact_ci=[low, high], normalized=1.0 - estimate)
+            entry.update(impact=estimate, impact_ci=_pair((low, high)), normalized=1.0 - estimate)
         levels.append(entry)
     ausc, ausc_ci, tolerated, stars = None, None, 0, None
     if rated:
         estimate, low, high = scores.paired_bootstrap([clean, *flat], area, rng, reps=reps)
-        ausc, ausc_ci, stars = estimate, [low, high], scores.stars(estimate)
+        ausc, ausc_ci, stars = estimate, _pair((low, high)), scores.stars(estimate)
         tolerated = scores.tolerated_level([lv["normalized"] for lv in levels])
     level3 = np.concatenate([group[2] for group in groups], axis=1)
     return {
