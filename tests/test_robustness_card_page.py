@@ -371,3 +371,13 @@ def test_write_leaderboard_reads_the_card_folders(records: dict[str, dict[str, A
     assert page == tmp_path / "board" / "leaderboard.html"
     assert page.read_text() == robustness_leaderboard_html(_league(records))
     assert [p.name for p in page.parent.iterdir()] == ["leaderboard.html"]
+
+
+def test_a_margin_too_thin_for_intervals_is_said_under_the_rating(records: dict[str, dict[str, Any]]) -> None:
+    assert 'id="thin-margin"' not in robustness_card_html(records["cartpole"])
+    thin = copy.deepcopy(records["cartpole"])
+    thin["families"][0]["ausc_ci"] = None
+    for level in thin["families"][0]["levels"]:
+        level["impact_ci"] = None
+    validate_robustness_card(thin)
+    assert 'id="thin-margin"' in robustness_card_html(thin)

@@ -489,7 +489,14 @@ def _rating_html(record: Mapping[str, Any]) -> str:
         "min(stars(mean AUSC), 1 + worst family's stars)."
     )
     said = f"<p>{'; '.join(details)}.</p>\n" if details else ""
-    return f'{head}{said}<p class="note">{rule}</p>\n</section>\n'
+    thin = ""
+    if any(f["ausc"] is not None and f["ausc_ci"] is None for f in record["families"]):
+        thin = (
+            '<p id="thin-margin" class="note">Some intervals are not given: in some bootstrap replicates the clean'
+            " arm does no better than the random policy, so the margin the scores divide by is too thin for an"
+            " interval. Read these scores with care.</p>\n"
+        )
+    return f'{head}{said}{thin}<p class="note">{rule}</p>\n</section>\n'
 
 
 def _facts_html(record: Mapping[str, Any]) -> str:
