@@ -38,6 +38,11 @@ SHIPPED = {
     "ppo-Hopper-v5-randomized": ("ppo-Hopper-v5-randomized", "Hopper-v5"),
     "ppo-BreakoutNoFrameskip-v4": (f"{SHARED}/ppo-BreakoutNoFrameskip-v4-seed0.zip", "BreakoutNoFrameskip-v4"),
     "dqn-BreakoutNoFrameskip-v4": (f"{SHARED}/dqn-BreakoutNoFrameskip-v4-seed0.zip", "BreakoutNoFrameskip-v4"),
+    # The same PPO agent on Toybox's Breakout, a game it was not trained on, for seed 000's interventions.
+    "ppo-BreakoutNoFrameskip-v4-on-toybox": (
+        f"{SHARED}/ppo-BreakoutNoFrameskip-v4-seed0.zip",
+        "rlwrappers/ToyboxBreakout-v0",
+    ),
 }
 FILES = ("card.json", "card.html", "badge.svg")
 

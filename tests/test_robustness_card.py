@@ -163,6 +163,10 @@ def test_the_shipped_cards_are_valid_and_the_docs_table_is_theirs() -> None:
         record = read_robustness_card(ROOT / "docs" / "cards" / name)  # validates against the schema
         assert record["ladder"] == ladders.LADDER and record["settings"]["complete"]
         assert record["settings"]["seeds"] == [0, 1, 2, 3, 4] and record["settings"]["reps"] == 2000
-        assert {f["name"] for f in record["families"]} == set(ladders.ladder(record["env_id"]).families)
+        ladder = ladders.ladder(record["env_id"])
+        assert {f["name"] for f in record["families"]} == set(ladder.families)
+        assert [x["name"] for x in record["interventions"]] == [i.name for i in ladder.interventions]
+        flipping = [f for f in record["families"] if f["name"] not in ("init_noise", "dynamics")]
+        assert all(level["flip_rate"] is not None for f in flipping for level in f["levels"])  # made with flips
     page = (ROOT / "docs" / "card.md").read_text()
     assert f"{make_cards.BEGIN}\n{make_cards.table()}\n{make_cards.END}" in page
