@@ -19,3 +19,15 @@ def _registrations_reach_only_the_tests_own_children() -> Iterator[None]:
         os.environ.pop(REGISTERED_VAR, None)
     else:
         os.environ[REGISTERED_VAR] = before
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_logs_stay_in_the_tests_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """SB3's ``learn`` without a logger makes a folder ``SB3-<time>`` in the system's temporary folder each time."""
+    before = os.environ.get("SB3_LOGDIR")
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3-logs"))
+    yield
+    if before is None:
+        os.environ.pop("SB3_LOGDIR", None)
+    else:
+        os.environ["SB3_LOGDIR"] = before
