@@ -67,3 +67,19 @@ def test_a_toybox_card_makes_the_catalogues_interventions_as_each_game_starts(tm
         impact = scores.impact(clean, shifted, ladder.random_return)
         assert entry["impact"] == (None if np.isnan(impact) else impact)
         assert entry["spec"] == [f"intervene(interventions=['{shown.name}'])"]
+
+
+def test_a_card_on_an_env_whose_package_is_missing_names_its_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    from rlwrappers.error import MissingExtra
+
+    agent = small_agent()
+    monkeypatch.setitem(sys.modules, "ctoybox", None)  # as if the toybox extra were not installed
+    with pytest.raises(
+        MissingExtra, match=r"toybox.*rlwrappers/ToyboxBreakout-v0|rlwrappers/ToyboxBreakout-v0.*toybox"
+    ):
+        robustness_card(agent, TOYBOX, out=tmp_path / "card", progress=False)
+    assert not (tmp_path / "card").exists()  # refused before any run

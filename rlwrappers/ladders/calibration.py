@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 from numpy.typing import NDArray
 
+from rlwrappers import _optional
 from rlwrappers.core import Entry
 from rlwrappers.error import IncompatibleSpace, UnknownName, did_you_mean
 from rlwrappers.ladders import definition as card
@@ -53,6 +54,13 @@ def file_name(env_id: str) -> str:
     return env_id.replace("/", "-") + ".json"
 
 
+def require_env(env_id: str) -> None:
+    """Raises :class:`~rlwrappers.error.MissingExtra`, naming the extra, when ``env_id`` needs a missing package."""
+    package = card.ENV_PACKAGES.get(env_id)
+    if package is not None:
+        _optional.require(package, purpose=f"the {env_id} ladder's env")
+
+
 def make_env(env_id: str) -> gym.Env[Any, Any]:
     """``env_id`` as its ladder builds it: ``gym.make`` with its ``env_kwargs``, then its preprocessing's wrappers.
 
@@ -61,6 +69,7 @@ def make_env(env_id: str) -> gym.Env[Any, Any]:
         >>> make_env("BreakoutNoFrameskip-v4").observation_space.shape
         (4, 84, 84)
     """
+    require_env(env_id)
     wrappers = preprocessing_wrappers(card.ENV_PREPROCESSING.get(env_id))  # first: it may register the env's ID
     env = gym.make(env_id, **card.ENV_KWARGS.get(env_id, {}))
     for wrapper in wrappers:

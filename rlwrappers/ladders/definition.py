@@ -24,6 +24,7 @@ __all__ = [
     "CORRUPTIONS",
     "ENVS",
     "ENV_KWARGS",
+    "ENV_PACKAGES",
     "ENV_PREPROCESSING",
     "FAMILIES",
     "IMAGE_ATTACK_EPS",
@@ -143,6 +144,12 @@ ATARI_MAX_FRAMES: Final = 18_000
 ENV_KWARGS: Final[Mapping[str, Mapping[str, Any]]] = {
     "BreakoutNoFrameskip-v4": {"max_episode_steps": ATARI_MAX_FRAMES},
     "rlwrappers/ToyboxBreakout-v0": {"max_episode_steps": ATARI_MAX_FRAMES},
+}
+#: The package each env needs beyond gymnasium, by env (its extra is named when it is missing).
+ENV_PACKAGES: Final[Mapping[str, str]] = {
+    "Hopper-v5": "mujoco",
+    "BreakoutNoFrameskip-v4": "ale_py",
+    "rlwrappers/ToyboxBreakout-v0": "ctoybox",
 }
 #: The preprocessing names and what each does: :func:`rlwrappers.ladders.preprocessing_wrappers` makes its wrappers.
 PREPROCESSING: Final[Mapping[str, str]] = {

@@ -36,6 +36,7 @@ from rlwrappers import ladders as ladders_module
 from rlwrappers._version import __version__
 from rlwrappers.core import Entry, attach
 from rlwrappers.error import InvalidArgument, InvalidType, LogError, MissingExtra
+from rlwrappers.ladders.calibration import require_env
 from rlwrappers.logs import read_log
 from rlwrappers.logs.reader import read_episodes, read_meta
 from rlwrappers.metrics import card as scores
@@ -99,6 +100,7 @@ def robustness_card(
         progress: show a progress bar.
     """
     ladder = ladders_module.ladder(env_id)
+    require_env(env_id)
     if episodes is None:
         episodes = ATARI_GAMES if ladder.preprocessing == "atari-games" else EPISODES
     _check.choice("mode", mode, MODES)
