@@ -23,15 +23,22 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rlwrappers.core import Entry
+from rlwrappers.error import InvalidArgument
+from rlwrappers.logs import read_log
 from rlwrappers.studies import arms
 from rlwrappers.studies.design import BASELINE, RunSpec, Settings, Stack
 
-__all__ = ["changes_agent", "run_batched"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rlwrappers.studies.results import Evaluation
+
+__all__ = ["changes_agent", "compare_modes", "run_batched"]
 
 
 def changes_agent(settings: Settings, shift: str) -> bool:
@@ -98,3 +105,60 @@ def _actions(requests: list[arms.Request], exact: bool) -> list[Any]:
         for i, action in zip(rows, batch, strict=True):
             actions[i] = action
     return actions
+
+
+def compare_modes(fast: Evaluation, exact: Evaluation, *, reps: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """How far fast mode strays from exact mode, per arm, for two evaluations of the same request.
+
+    Columns, one row per (agent, shift): ``exact_mean`` and ``fast_mean`` (mean returns over every episode),
+    ``half_width`` (half the 95% interval of the exact arm's mean return: the card's paired bootstrap, episodes
+    resampled within each seed, ``reps`` replicates seeded by ``seed``), ``within`` (the fast mean lies within
+    it), and ``differ_share``, the share of episodes whose actions differ at some step (or whose lengths do).
+
+    Raises:
+        InvalidArgument: the two evaluations were not asked the same (agents, env, shifts, seeds, episodes).
+    """
+    import pandas as pd
+
+    from rlwrappers.metrics.card import paired_bootstrap
+
+    asked = ("agents", "env_id", "shifts", "seeds", "episodes")
+    if any(fast.request.get(key) != exact.request.get(key) for key in asked):
+        raise InvalidArgument(f"`fast` and `exact` must be evaluations of the same {list(asked)}")
+    rows = []
+    groups = exact.index.sort_values("seed").groupby(["agent", "shift"], sort=False)
+    for (agent, shift), runs in groups:
+        returns: dict[str, list[list[float]]] = {"exact": [], "fast": []}
+        differ = episodes = 0
+        for path in runs["path"]:
+            logs = {"exact": read_log(exact.path / path), "fast": read_log(fast.path / path)}
+            for mode, log in logs.items():
+                returns[mode].append(log.episodes["return"].astype(float).tolist())
+            by_mode = {mode: dict(tuple(log.steps.groupby("episode"))) for mode, log in logs.items()}
+            for episode in logs["exact"].episodes["episode"]:
+                a, b = (by_mode[mode].get(episode) for mode in ("exact", "fast"))
+                episodes += 1
+                differ += a is None or b is None or not _same_actions(a["action"], b["action"])
+        exact_arm = np.asarray(returns["exact"])
+        _, low, high = paired_bootstrap(
+            [exact_arm], lambda r: float(np.mean(r)), np.random.default_rng(seed), reps=reps
+        )
+        exact_mean, fast_mean = float(exact_arm.mean()), float(np.mean(returns["fast"]))
+        rows.append(
+            {
+                "agent": agent,
+                "shift": shift,
+                "exact_mean": exact_mean,
+                "fast_mean": fast_mean,
+                "half_width": (high - low) / 2.0,
+                "within": abs(fast_mean - exact_mean) <= (high - low) / 2.0,
+                "differ_share": differ / episodes,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _same_actions(a: Any, b: Any) -> bool:
+    if len(a) != len(b):
+        return False
+    return bool(np.array_equal(np.stack(a.to_numpy()), np.stack(b.to_numpy())))
