@@ -45,7 +45,7 @@ import rlwrappers as rw
 from rlwrappers.core import Entry
 from rlwrappers.ladders import ladder
 from rlwrappers.logs.reader import read_episodes
-from rlwrappers.studies import EnvSetup, Execution
+from rlwrappers.studies import EnvSetup, Execution, batched
 from rlwrappers.studies.design import BASELINE, episode_seed
 from rlwrappers.studies.robustness_card import robustness_card
 
@@ -128,7 +128,10 @@ def agent_steps(result: Any) -> int:
 
 
 def runners(title: str, evaluate: Callable[[str, Execution], Any], workers: int, rounds: int) -> dict[str, float]:
-    """Times ``evaluate`` per-run, batched fast and batched exact; prints and returns agent steps per second."""
+    """Times ``evaluate`` per-run, batched fast and batched exact; prints and returns agent steps per second.
+
+    Also prints how far fast mode strays from exact mode (:func:`rlwrappers.studies.batched.compare_modes`).
+    """
     arms = {
         "per run (batch=1)": Execution(workers=workers, progress=False, batch=1),
         f"batch={BATCH}, fast (exact=False)": Execution(workers=workers, progress=False, batch=BATCH, exact=False),
@@ -137,10 +140,11 @@ def runners(title: str, evaluate: Callable[[str, Execution], Any], workers: int,
     tmp = tempfile.mkdtemp()
     rates: dict[str, list[float]] = {name: [] for name in arms}
     steps: dict[str, int] = {}
+    results: dict[str, Any] = {}
     for r in range(rounds):
         for k, (name, execution) in enumerate(arms.items() if r % 2 == 0 else reversed(arms.items())):
             started = time.perf_counter()
-            result = evaluate(f"{tmp}/{r}-{k}", execution)
+            result = results[name] = evaluate(f"{tmp}/{r}-{k}", execution)
             took = time.perf_counter() - started
             steps[name] = agent_steps(result)
             rates[name].append(steps[name] / took)
@@ -150,6 +154,12 @@ def runners(title: str, evaluate: Callable[[str, Execution], Any], workers: int,
     for name, values in rates.items():
         out[name] = rate = statistics.median(values)
         print(f"  {name:<32} {steps[name]:>8,} agent steps  {rate:8.0f} steps/s   x{rate / base:5.2f} per-run")
+    fast, exact = (results[name] for name in list(arms)[1:])
+    modes = batched.compare_modes(fast, exact)
+    print(
+        f"  fast vs exact: {int(modes['within'].sum())} of {len(modes)} arms' fast mean returns within the exact"
+        f" arm's 95% half-width; episodes whose actions differ at some step: {modes['differ_share'].mean():.0%}"
+    )
     return out
 
 
