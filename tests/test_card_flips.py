@@ -9,6 +9,7 @@ import pytest
 
 import rlwrappers as rw
 from rlwrappers.ladders import Arm
+from rlwrappers.studies.design import Stack
 from rlwrappers.studies.flips import BOX_FLIP, PER_SEED, STRIDE, flip_rates
 
 
@@ -61,3 +62,19 @@ def test_the_states_are_every_stride_th_of_the_first_clean_episode(tmp_path: Pat
     # CartPole's episodes last 500 steps: each seed gives PER_SEED states, so the rate is a count over 2 * PER_SEED.
     assert STRIDE * PER_SEED <= 500
     assert (rate * 2 * PER_SEED) == pytest.approx(round(rate * 2 * PER_SEED), abs=1e-9)
+
+
+def test_a_replayed_episode_that_strays_from_its_log_is_refused(tmp_path: Path) -> None:
+    from rlwrappers.error import LogError
+    from rlwrappers.studies.arms import make_env, replay
+    from rlwrappers.studies.design import BASELINE, episode_seed
+
+    evaluation = _evaluate("ppo-CartPole-v1", "CartPole-v1", [], tmp_path)
+    path, steps = evaluation.logged_episode(BASELINE, 1, 0)
+    env, _ = make_env(evaluation.settings, BASELINE, Stack())
+    played = list(replay(env, steps, episode_seed(1, 0), path))
+    assert len(played) == len(steps) and np.array_equal(played[0], env.reset(seed=episode_seed(1, 0))[0])
+    bad = steps.copy()
+    bad.loc[bad.index[5], "reward"] = 2.0  # as if the log held another episode
+    with pytest.raises(LogError, match="at step 5"):
+        list(replay(env, bad, episode_seed(1, 0), path))

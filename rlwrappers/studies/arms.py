@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ import numpy as np
 
 from rlwrappers import agents as agents_module
 from rlwrappers.core import attach, wrap
+from rlwrappers.error import LogError
 from rlwrappers.logs import Recorder
 from rlwrappers.studies.design import (
     RunSpec,
@@ -74,10 +75,10 @@ def make_env(
         entries = settings.entries(shift, first_episode)
     env = gym.make(settings.env_id, **settings.env_kwargs)
     if stack.under:  # what renders the observation of a state it changed goes under the env's own wrappers
-        base = [e for e in entries if on_base_env(e)]
-        if base:
-            env = wrap(env, *base)
-            entries = [e for e in entries if not on_base_env(e)]
+        at_base = [on_base_env(e) for e in entries]
+        if any(at_base):
+            env = wrap(env, *(e for e, base in zip(entries, at_base, strict=True) if base))
+            entries = [e for e, base in zip(entries, at_base, strict=True) if not base]
     for wrapper in stack.under:
         env = wrapper(env)
     lives = None
@@ -95,6 +96,22 @@ def make_env(
     if above:
         env = wrap(env, *above)
     return env, lives
+
+
+def replay(env: gym.Env[Any, Any], steps: Any, seed: int, where: str) -> Iterator[Any]:
+    """Plays a logged episode again on ``env`` from its recorded actions, yielding the observation before each.
+
+    ``steps`` are the episode's step rows, ``seed`` its reset seed, and ``env`` must be built as its run's was.
+    Each reward is checked against the log as it comes, so stopping early checks what was played; a reward the
+    log does not hold raises :class:`~rlwrappers.error.LogError` naming ``where``.
+    """
+    obs, _ = env.reset(seed=seed)
+    logged = steps["reward"].to_numpy(dtype=np.float64)
+    for t, action in enumerate(steps["action"].to_list()):
+        yield obs
+        obs, reward, *_ = env.step(np.asarray(action, dtype=env.action_space.dtype))
+        if float(reward) != logged[t]:
+            raise LogError(f"{where} played again gave reward {float(reward)} at step {t}, its log {logged[t]}")
 
 
 @dataclass(slots=True)

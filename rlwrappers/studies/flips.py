@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
 from typing import Any, Final
 
 import gymnasium as gym
@@ -28,11 +27,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rlwrappers.core import Entry
-from rlwrappers.error import LogError
 from rlwrappers.ladders import Arm
 from rlwrappers.logs import read_log
-from rlwrappers.studies.arms import make_env, resolve_agent
-from rlwrappers.studies.design import BASELINE, Settings, Stack, episode_seed
+from rlwrappers.studies.arms import make_env, replay, resolve_agent
+from rlwrappers.studies.design import BASELINE, Stack, episode_seed
 from rlwrappers.studies.results import Evaluation
 from rlwrappers.wrappers.policy import noisy_parameters
 
@@ -60,7 +58,7 @@ def flip_rates(agent: Any, evaluation: Evaluation, arms: Sequence[Arm], stack: S
         arms: the card's arms.
         stack: the preprocessing the evaluation's envs were built with.
     """
-    settings = Settings(**{f.name: evaluation.request[f.name] for f in fields(Settings)})
+    settings = evaluation.settings
     env, _ = make_env(settings, BASELINE, stack)
     flipped = _Flipped(env.action_space)
     out: dict[str, float] = {}
@@ -75,7 +73,7 @@ def flip_rates(agent: Any, evaluation: Evaluation, arms: Sequence[Arm], stack: S
             actor = resolve_agent(agent, settings, env)
             changed: dict[str, list[NDArray[np.bool_]]] = {arm.name: [] for arm in state_arms}
             for seed in sorted(set(evaluation.index["seed"])):
-                states = np.stack(_clean_states(evaluation, settings, env, int(seed)))
+                states = np.stack(_clean_states(evaluation, env, int(seed)))
                 clean = actor.act(states, np.random.default_rng(0))
                 for arm in state_arms:
                     rng = np.random.default_rng([zlib.crc32(arm.name.encode()), int(seed)])
@@ -119,24 +117,11 @@ def _logged(evaluation: Evaluation, arm: Arm, flipped: _Flipped, *, attack: bool
     return changed / acting if acting else float("nan")
 
 
-def _clean_states(evaluation: Evaluation, settings: Settings, env: gym.Env[Any, Any], seed: int) -> list[Any]:
+def _clean_states(evaluation: Evaluation, env: gym.Env[Any, Any], seed: int) -> list[Any]:
     """Every :data:`STRIDE`-th observation of the clean arm's first episode of ``seed``, played again from its log."""
-    rows = evaluation.index[(evaluation.index["shift"] == BASELINE) & (evaluation.index["seed"] == seed)]
-    path = rows["path"].iloc[0]
-    steps = read_log(evaluation.path / path).steps
-    episode = steps[steps["episode"] == 0]
-    actions = episode["action"].to_list()[: STRIDE * PER_SEED]
-    logged = episode["reward"].to_numpy(dtype=np.float64)[: len(actions)]
-    obs, _ = env.reset(seed=episode_seed(seed, 0))
-    states, rewards = [], []
-    for t, action in enumerate(actions):
-        if t % STRIDE == 0:
-            states.append(obs)
-        obs, reward, *_ = env.step(np.asarray(action, dtype=env.action_space.dtype))
-        rewards.append(float(reward))
-    if not np.array_equal(rewards, logged):
-        raise LogError(f"episode 0 of {path!r} played again gave other rewards than its log")
-    return states
+    path, steps = evaluation.logged_episode(BASELINE, seed, 0)
+    played = replay(env, steps.iloc[: STRIDE * PER_SEED], episode_seed(seed, 0), f"episode 0 of {path!r}")
+    return [obs for t, obs in enumerate(played) if t % STRIDE == 0]
 
 
 def _shifted_actions(

@@ -12,7 +12,7 @@ import json
 import os
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -20,9 +20,9 @@ import numpy as np
 
 from rlwrappers._optional import require
 from rlwrappers.error import LogError
-from rlwrappers.logs import read_episodes
+from rlwrappers.logs import read_episodes, read_log
 from rlwrappers.metrics.reproducibility import reproducibility_table
-from rlwrappers.studies.design import BASELINE, INDEX_FILE, SPEC_FILE
+from rlwrappers.studies.design import BASELINE, INDEX_FILE, SPEC_FILE, Settings
 from rlwrappers.studies.probes import Probe, probe_path
 
 if TYPE_CHECKING:
@@ -105,6 +105,18 @@ class Evaluation:
     def observational(self) -> bool:
         """Whether the evaluation ran seed 001's observational protocol."""
         return bool(self.request.get("observational", False))
+
+    @property
+    def settings(self) -> Settings:
+        """The settings the runs were played with, as the request holds them."""
+        return Settings(**{f.name: self.request[f.name] for f in fields(Settings)})
+
+    def logged_episode(self, shift: str, seed: int, episode: int) -> tuple[str, pd.DataFrame]:
+        """The path of the run of (``shift``, ``seed``) and the step rows of its episode ``episode``."""
+        rows = self.index[(self.index["shift"] == shift) & (self.index["seed"] == seed)]
+        path = str(rows["path"].iloc[0])
+        steps = read_log(self.path / path).steps
+        return path, steps[steps["episode"] == episode]
 
     def _runs(self) -> Iterator[tuple[Any, int]]:
         """The finished runs' index rows, with each one's first episode."""

@@ -24,7 +24,7 @@ import time
 import warnings
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -35,15 +35,15 @@ from rlwrappers import _check
 from rlwrappers import ladders as ladders_module
 from rlwrappers._version import __version__
 from rlwrappers.core import Entry, attach
-from rlwrappers.error import InvalidArgument, InvalidType, LogError, MissingExtra
+from rlwrappers.error import InvalidArgument, InvalidType, MissingExtra
 from rlwrappers.ladders.calibration import require_env
 from rlwrappers.logs import read_log
 from rlwrappers.logs.reader import read_episodes, read_meta
 from rlwrappers.metrics import card as scores
 from rlwrappers.metrics import reproducibility
 from rlwrappers.spec import format_value
-from rlwrappers.studies.arms import make_env, resolve_agent
-from rlwrappers.studies.design import BACKENDS, BASELINE, EnvSetup, Execution, Settings, Stack, episode_seed
+from rlwrappers.studies.arms import make_env, replay, resolve_agent
+from rlwrappers.studies.design import BACKENDS, BASELINE, EnvSetup, Execution, Stack, episode_seed
 from rlwrappers.studies.flips import flip_rates, level_flip_rates
 from rlwrappers.studies.results import Evaluation
 from rlwrappers.studies.run import evaluate
@@ -193,10 +193,8 @@ def episode_frames(
     Image envs show what the agent sees (the newest frame of its input, shifts included); other envs their
     ``rgb_array`` rendering. The env is built and reset as the run's was, so the episode is the logged one.
     """
-    settings = Settings(**{f.name: evaluation.request[f.name] for f in fields(Settings)})
-    rows = evaluation.index[(evaluation.index["shift"] == shift) & (evaluation.index["seed"] == seed)]
-    log = read_log(evaluation.path / rows["path"].iloc[0])
-    actions = log.steps.loc[log.steps["episode"] == episode, "action"].to_list()
+    settings = evaluation.settings
+    path, steps = evaluation.logged_episode(shift, seed, episode)
     probe, _ = make_env(settings, shift, stack)
     image = _is_image(probe.observation_space)
     probe.close()
@@ -204,20 +202,14 @@ def episode_frames(
         settings = replace(settings, env_kwargs={**settings.env_kwargs, "render_mode": "rgb_array"})
     env, _ = make_env(settings, shift, stack)
     attach(env, resolve_agent(agent, settings, env))
-    every = max(1, -(-len(actions) // FRAMES))
-    frames, rewards = [], []
+    every = max(1, -(-len(steps) // FRAMES))
+    frames = []
     try:
-        obs, _ = env.reset(seed=episode_seed(seed, episode))
-        for t, action in enumerate(actions):
+        for t, obs in enumerate(replay(env, steps, episode_seed(seed, episode), f"episode {episode} of {path!r}")):
             if t % every == 0:
                 frames.append(_picture(obs) if image else _render(env))
-            obs, reward, *_ = env.step(np.asarray(action, dtype=env.action_space.dtype))
-            rewards.append(float(reward))
     finally:
         env.close()
-    logged = log.steps.loc[log.steps["episode"] == episode, "reward"].to_numpy(dtype=np.float64)
-    if not np.array_equal(rewards, logged):
-        raise LogError(f"episode {episode} of {rows['path'].iloc[0]!r} played again gave other rewards than its log")
     return frames
 
 
