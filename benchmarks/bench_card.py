@@ -8,12 +8,12 @@
    stepped together and one network pass per batch (``exact=False``), and with 16 together and one pass per
    run (``exact=True``): agent steps per second and their ratios.
 3. With ``--breakout ZIP`` (an SB3 PPO agent): the same three on BreakoutNoFrameskip-v4 as its card plays it
-   (whole games, ``atari_wrapper(games=True)``, capped at 18,000 frames), and SB3's ``evaluate_policy`` on
+   (whole games, ``atari_wrapper(games=True)``, capped at 18,000 frames, 4 games a run), and SB3's ``evaluate_policy`` on
    ``make_atari_env`` with 8 envs and ``VecFrameStack(4)`` (each episode a whole game too) as a reference, in
    agent steps per second. With ``--before COMMIT`` too, the runner of that earlier commit (default
    :data:`BEFORE`, the last one before batched runs) plays the same runs in a subprocess, from a copy of that
    commit's tree (``git archive``): its Atari preprocessing counts lives as episodes, so each run plays five
-   of them, a game's worth, and the rate is its agent steps per second, start-up included as for the others.
+   of them for each game, and the rate is its agent steps per second, start-up included as for the others.
    Last, ale-py's own ``AtariVectorEnv`` (C++ threads, the preprocessing inside, 8 envs, one thread per
    worker) with the agent acting on each batch, as a ceiling: its frames differ from SB3's preprocessing's, so
    it never makes a card.
@@ -299,8 +299,8 @@ def main() -> bool:
     parser.add_argument("--rounds", type=int, default=1, help="rounds of parts 2 and 3 (medians are printed)")
     parser.add_argument("--breakout", metavar="ZIP", help="an SB3 PPO Breakout zip: run part 3 with it")
     parser.add_argument("--breakout-seeds", type=int, default=4, help="seeds per arm (part 3)")
-    parser.add_argument("--breakout-episodes", type=int, default=1, help="games per run (part 3)")
-    parser.add_argument("--breakout-games", type=int, default=8, help="games SB3's evaluate_policy plays (part 3)")
+    parser.add_argument("--breakout-episodes", type=int, default=4, help="games per run, 4 as on the card (part 3)")
+    parser.add_argument("--breakout-games", type=int, default=16, help="games SB3's evaluate_policy plays (part 3)")
     parser.add_argument("--breakout-frames", type=int, default=18_000, help="frames a game may last (part 3)")
     parser.add_argument(
         "--before", nargs="?", const=BEFORE, metavar="COMMIT", help=f"part 3 against COMMIT's runner (default {BEFORE})"
