@@ -8,15 +8,15 @@
    stepped together and one network pass per batch (``exact=False``), and with 16 together and one pass per
    run (``exact=True``): agent steps per second and their ratios.
 3. With ``--breakout ZIP`` (an SB3 PPO agent): the same three on BreakoutNoFrameskip-v4 as its card plays it
-   (whole games, ``atari_wrapper(games=True)``, capped at 18,000 frames, 4 games a run), and SB3's ``evaluate_policy`` on
-   ``make_atari_env`` with 8 envs and ``VecFrameStack(4)`` (each episode a whole game too) as a reference, in
-   agent steps per second. With ``--before COMMIT`` too, the runner of that earlier commit (default
-   :data:`BEFORE`, the last one before batched runs) plays the same runs in a subprocess, from a copy of that
-   commit's tree (``git archive``): its Atari preprocessing counts lives as episodes, so each run plays five
-   of them for each game, and the rate is its agent steps per second, start-up included as for the others.
-   Last, ale-py's own ``AtariVectorEnv`` (C++ threads, the preprocessing inside, 8 envs, one thread per
-   worker) with the agent acting on each batch, as a ceiling: its frames differ from SB3's preprocessing's, so
-   it never makes a card.
+   (whole games, ``atari_wrapper(games=True)``, capped at 18,000 frames, 4 games a run), and SB3's
+   ``evaluate_policy`` on ``make_atari_env`` with 8 envs and ``VecFrameStack(4)`` (each episode a whole game
+   too) as a reference, in agent steps per second. With ``--before COMMIT`` too, the runner of that earlier
+   commit (default :data:`BEFORE`, the last one before batched runs) plays the same runs in a subprocess, from
+   a copy of that commit's tree (``git archive``): its Atari preprocessing counts lives as episodes, so each
+   run plays five of them for each game, and the rate is its agent steps per second, start-up included as for
+   the others. Last, ale-py's own ``AtariVectorEnv`` (C++ threads, the preprocessing inside, 8 envs, one
+   thread per worker) with the agent acting on each batch, as a ceiling: its frames differ from SB3's
+   preprocessing's, so it never makes a card.
 
 Everything runs in this process with one torch thread, unless ``--workers`` gives the runners more.
 
