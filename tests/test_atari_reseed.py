@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from rlwrappers.error import InvalidArgument
+from rlwrappers.ladders import calibration
 from rlwrappers.studies import arms
 from rlwrappers.studies.design import BASELINE, Settings, Stack
-from rlwrappers.wrappers.atari import ReseedWithoutReload, atari_wrapper
+from rlwrappers.wrappers.atari import ReseedWithoutReload, atari_wrapper, without_reloads
 
 ale_py = pytest.importorskip("ale_py")
 gym.register_envs(ale_py)
@@ -106,15 +107,21 @@ def test_it_wraps_only_an_ale_env_as_gym_make_returns_it() -> None:
             ReseedWithoutReload(env)
 
 
-def test_an_evaluations_atari_env_is_reseeded_without_reloads_and_others_are_untouched() -> None:
-    def layers(env_id: str) -> list[str]:
-        settings = Settings(env_id, {}, {}, episodes=1, deterministic=True, lives_as_episodes=False)
-        env, _ = arms.make_env(settings, BASELINE, Stack())
-        names = []
-        while isinstance(env, gym.Wrapper):
-            names.append(type(env).__name__)
-            env = env.env
-        return names
+def layers(env: gym.Env[Any, Any]) -> list[str]:
+    names = []
+    while isinstance(env, gym.Wrapper):
+        names.append(type(env).__name__)
+        env = env.env
+    return names
 
-    assert "ReseedWithoutReload" in layers("BreakoutNoFrameskip-v4")
-    assert "ReseedWithoutReload" not in layers("CartPole-v1")
+
+def test_evaluations_and_calibrations_reseed_atari_envs_without_reloads_and_leave_others_alone() -> None:
+    def arm(env_id: str) -> gym.Env[Any, Any]:
+        settings = Settings(env_id, {}, {}, episodes=1, deterministic=True, lives_as_episodes=False)
+        return arms.make_env(settings, BASELINE, Stack())[0]
+
+    assert "ReseedWithoutReload" in layers(arm("BreakoutNoFrameskip-v4"))
+    assert "ReseedWithoutReload" in layers(calibration.make_env("BreakoutNoFrameskip-v4"))
+    assert "ReseedWithoutReload" not in layers(arm("CartPole-v1"))
+    cartpole = gym.make("CartPole-v1")
+    assert without_reloads(cartpole) is cartpole

@@ -32,6 +32,7 @@ from rlwrappers.ladders import definition as card
 from rlwrappers.ladders.preprocessing import preprocessing_wrappers
 from rlwrappers.state.simulators import simulator
 from rlwrappers.uncertainty import uncertainty_set
+from rlwrappers.wrappers.atari import without_reloads
 
 __all__ = [
     "DIRECTORY",
@@ -71,7 +72,7 @@ def make_env(env_id: str) -> gym.Env[Any, Any]:
     """
     require_env(env_id)
     wrappers = preprocessing_wrappers(card.ENV_PREPROCESSING.get(env_id))  # first: it may register the env's ID
-    env = gym.make(env_id, **card.ENV_KWARGS.get(env_id, {}))
+    env = without_reloads(gym.make(env_id, **card.ENV_KWARGS.get(env_id, {})))  # a seeded reset loads no ROM
     for wrapper in wrappers:
         env = wrapper(env)
     return env

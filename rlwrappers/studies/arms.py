@@ -34,7 +34,7 @@ from rlwrappers.studies.design import (
     on_agent_input,
     on_base_env,
 )
-from rlwrappers.wrappers.atari import LivesAsEpisodes, ReseedWithoutReload
+from rlwrappers.wrappers.atari import LivesAsEpisodes, without_reloads
 from rlwrappers.zoo import load_agent
 
 __all__ = ["Play", "Request", "make_env", "play", "resolve_agent", "run"]
@@ -73,9 +73,7 @@ def make_env(
         entries = [{**e, "when": "always"} for e in settings.shifts.get(shift, [])]
     else:
         entries = settings.entries(shift, first_episode)
-    env = gym.make(settings.env_id, **settings.env_kwargs)
-    if ReseedWithoutReload.fits(env):  # each game's seeded reset would load the ROM again
-        env = ReseedWithoutReload(env)
+    env = without_reloads(gym.make(settings.env_id, **settings.env_kwargs))  # a seeded reset loads no ROM
     if stack.under:  # what renders the observation of a state it changed goes under the env's own wrappers
         at_base = [on_base_env(e) for e in entries]
         if any(at_base):

@@ -13,7 +13,7 @@ from rlwrappers import _optional
 from rlwrappers.core import INFO_KEY
 from rlwrappers.error import InvalidArgument, InvalidType
 
-__all__ = ["GamesAsEpisodes", "LivesAsEpisodes", "ReseedWithoutReload", "atari_wrapper"]
+__all__ = ["GamesAsEpisodes", "LivesAsEpisodes", "ReseedWithoutReload", "atari_wrapper", "without_reloads"]
 
 #: The side of the square grayscale frames SB3's Atari agents see.
 SCREEN_SIZE = 84
@@ -79,6 +79,11 @@ class ReseedWithoutReload(gym.Wrapper[Any, Any, Any, Any]):
         obs, info = self.env.reset(options=options)
         info["seeds"] = seeds
         return obs, info
+
+
+def without_reloads(env: gym.Env[Any, Any]) -> gym.Env[Any, Any]:
+    """``env`` in :class:`ReseedWithoutReload` where it fits (an ALE env as ``gym.make`` returns it), else ``env``."""
+    return ReseedWithoutReload(env) if ReseedWithoutReload.fits(env) else env
 
 
 def _layers(env: gym.Env[Any, Any]) -> Iterator[gym.Wrapper[Any, Any, Any, Any]]:
