@@ -155,11 +155,15 @@ class SB3Agent(Agent):
 
     def outputs(self, x: torch.Tensor) -> Outputs:
         """Logits and values (PPO, A2C), q-values (DQN), or the action and its log-std (SAC, TD3), on the CPU."""
-        out = self._outputs(x, values=True)
-        return out if self._on_cpu else out.cpu()
+        return self._outputs(x, values=True)
 
     def _outputs(self, x: torch.Tensor, *, values: bool) -> Outputs:
-        """:meth:`outputs` on the policy's device, leaving out the critic's values unless ``values``."""
+        """:meth:`outputs`, leaving out the critic's values unless ``values``."""
+        out = self._network(x, values=values)
+        return out if self._on_cpu else out.cpu()
+
+    def _network(self, x: torch.Tensor, *, values: bool) -> Outputs:
+        """:meth:`_outputs` on the policy's device."""
         policy, x = self.policy, self.policy_input(x if self._on_cpu else x.to(self.device))
         if self.kind == "actor_critic":
             features = policy.extract_features(x)
@@ -192,7 +196,6 @@ class SB3Agent(Agent):
                 squashed = np.tanh(mean_np + std_np * rng.standard_normal(mean_np.shape).astype(np.float32))
                 return self._low + 0.5 * (squashed + 1.0) * (self._high - self._low)
             out = self._outputs(self.tensor(obs), values=False)
-            out = out if self._on_cpu else out.cpu()
         if out.action is not None:
             action = out.action.numpy()
             if not self.deterministic:  # a diagonal Gaussian policy (PPO, A2C)
