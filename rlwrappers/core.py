@@ -50,6 +50,7 @@ __all__ = [
     "layers",
     "perturbations",
     "wrap",
+    "wrapper_chain",
 ]
 
 #: The one ``info`` key under which layers report what they did.
@@ -440,13 +441,16 @@ def _refused_draw(name: str, parameter: distributions.Parameter, value: Any, err
     return f"`{parameter.column}` = {parameter.distribution} can draw {value!r}, which `{name}` refuses: {error}"
 
 
+def wrapper_chain(env: gym.Env[Any, Any]) -> Iterator[gym.Wrapper[Any, Any, Any, Any]]:
+    """The wrappers of ``env``, outermost first, down to (not including) the base env."""
+    while isinstance(env, gym.Wrapper):
+        yield env
+        env = env.env
+
+
 def layers(env: gym.Env[Any, Any]) -> Iterator[PerturbationLayer]:
     """The perturbation layers in a wrapper stack, outermost first."""
-    current: Any = env
-    while isinstance(current, gym.Wrapper):
-        if isinstance(current, PerturbationLayer):
-            yield current
-        current = current.env
+    return (layer for layer in wrapper_chain(env) if isinstance(layer, PerturbationLayer))
 
 
 def attach(env: gym.Env[Any, Any], agent: Any) -> int:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
 from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 
 from rlwrappers import _optional
-from rlwrappers.core import INFO_KEY
+from rlwrappers.core import INFO_KEY, wrapper_chain
 from rlwrappers.error import InvalidArgument, InvalidType
 
 __all__ = ["GamesAsEpisodes", "LivesAsEpisodes", "ReseedWithoutReload", "atari_wrapper", "without_reloads"]
@@ -53,7 +52,7 @@ class ReseedWithoutReload(gym.Wrapper[Any, Any, Any, Any]):
                 f" but {[w.__name__ for w in _MAKE_WRAPPERS]} over it; received {env}"
             )
         super().__init__(env)
-        fresh = any(isinstance(layer, OrderEnforcing) and not layer.has_reset for layer in _layers(env))
+        fresh = any(isinstance(layer, OrderEnforcing) and not layer.has_reset for layer in wrapper_chain(env))
         self._loaded = env.unwrapped.ale.cloneState() if fresh else None  # type: ignore[attr-defined]
 
     @staticmethod
@@ -62,7 +61,7 @@ class ReseedWithoutReload(gym.Wrapper[Any, Any, Any, Any]):
         ale_env = sys.modules.get("ale_py.env")
         if ale_env is None or type(env.unwrapped) is not ale_env.AtariEnv:
             return False
-        return all(isinstance(layer, _MAKE_WRAPPERS) for layer in _layers(env))
+        return all(isinstance(layer, _MAKE_WRAPPERS) for layer in wrapper_chain(env))
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Starts a game; a seed restores the loaded ROM's state where a reload would give the same bits."""
@@ -84,13 +83,6 @@ class ReseedWithoutReload(gym.Wrapper[Any, Any, Any, Any]):
 def without_reloads(env: gym.Env[Any, Any]) -> gym.Env[Any, Any]:
     """``env`` in :class:`ReseedWithoutReload` where it fits (an ALE env as ``gym.make`` returns it), else ``env``."""
     return ReseedWithoutReload(env) if ReseedWithoutReload.fits(env) else env
-
-
-def _layers(env: gym.Env[Any, Any]) -> Iterator[gym.Wrapper[Any, Any, Any, Any]]:
-    """The wrappers of ``env``, outermost first."""
-    while isinstance(env, gym.Wrapper):
-        yield env
-        env = env.env
 
 
 class LivesAsEpisodes(gym.Wrapper[Any, Any, Any, Any]):
@@ -248,15 +240,12 @@ def _preprocessing(env: gym.Env[Any, Any], frame_stack: int, padding: str) -> tu
     """
     atari_wrappers = _optional.require("stable_baselines3.common.atari_wrappers", purpose="SB3's Atari preprocessing")
     frames = _FrameRecords(env)
-    env = atari = atari_wrappers.AtariWrapper(
+    env = atari = atari_wrappers.AtariWrapper(  # terminal_on_life_loss=True: it holds an EpisodicLifeEnv
         frames, screen_size=SCREEN_SIZE, terminal_on_life_loss=True, clip_reward=False
     )
-    layer: gym.Env[Any, Any] = atari
-    while not isinstance(layer, atari_wrappers.EpisodicLifeEnv):
-        assert isinstance(layer, gym.Wrapper)  # AtariWrapper(terminal_on_life_loss=True) holds one
-        layer = layer.env
+    lives = next(w for w in wrapper_chain(atari) if isinstance(w, atari_wrappers.EpisodicLifeEnv))
     env = gym.wrappers.ReshapeObservation(env, (SCREEN_SIZE, SCREEN_SIZE))
-    return _AgentRecords(gym.wrappers.FrameStackObservation(env, frame_stack, padding_type=padding), frames), layer
+    return _AgentRecords(gym.wrappers.FrameStackObservation(env, frame_stack, padding_type=padding), frames), lives
 
 
 class GamesAsEpisodes(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorArgs):

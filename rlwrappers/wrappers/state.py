@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from typing_extensions import override
 
 from rlwrappers import _check
-from rlwrappers.core import Perturbation, PerturbationLayer, Record, SingleLayer, register_wrapper
+from rlwrappers.core import Perturbation, PerturbationLayer, Record, SingleLayer, layers, register_wrapper
 from rlwrappers.envs.toybox import interventions as catalogues
 from rlwrappers.error import InvalidArgument, InvalidType
 from rlwrappers.functional import noise
@@ -313,12 +313,7 @@ class DynamicsShiftPerturbation(Perturbation):
 
 def _perturbations_under(env: gym.Env[Any, Any]) -> list[Perturbation]:
     """The perturbations of the layers in ``env``'s stack, from ``env`` down to the base env."""
-    found: list[Perturbation] = []
-    while isinstance(env, gym.Wrapper):
-        if isinstance(env, PerturbationLayer):
-            found.extend(env.perturbations)
-        env = env.env
-    return found
+    return [p for layer in layers(env) for p in layer.perturbations]
 
 
 @register_wrapper("dynamics_shift")
