@@ -39,6 +39,7 @@ from rlwrappers.spec import parse as parse_spec
 
 __all__ = [
     "CHANNELS",
+    "HELD",
     "INFO_KEY",
     "Entry",
     "Perturb",
@@ -57,6 +58,8 @@ __all__ = [
 INFO_KEY: Final = "rlwrappers"
 #: The channels of the agent-environment loop a perturbation can act on.
 CHANNELS: Final = ("observation", "action", "reward", "state", "dynamics", "policy")
+#: The channels whose changes hold while switched on: they act, and report, when their schedule switches.
+HELD: Final = ("dynamics", "policy")
 #: Field types a perturbation may declare for its log records.
 FIELD_TYPES: Final = ("bool", "int64", "float64", "float64[]", "action")
 
@@ -331,13 +334,36 @@ class Entry:
 
     @property
     def step_fields(self) -> dict[str, str]:
-        """What a step record of this entry holds beyond ``active``: the perturbation's, and each drawn parameter."""
-        return {**self.perturbation.step_fields, **{p.column: "float64" for p in self.drawn}}
+        """The fields beyond ``active`` that this entry's step records can hold: a log's steps table columns.
+
+        Those its schedule can fill (:attr:`Schedule.switching <rlwrappers.schedule.Schedule.switching>`): the
+        perturbation's own while it can be active, or for a change that holds while on (dynamics, policy), only
+        if it can switch on after reset; each drawn parameter if it is drawn every step, or at each switch on
+        and the schedule can switch on after reset.
+        """
+        switching = self.when.switching
+        acts = switching.switches_on if self.perturbation.channel in HELD else switching.ever_on
+        fields = dict(self.perturbation.step_fields) if acts else {}
+        if (self.resample == "step" and switching.ever_on) or (self.resample == "activation" and switching.switches_on):
+            fields.update(self._drawn_fields)
+        return fields
 
     @property
     def reset_fields(self) -> dict[str, str]:
-        """What a reset record of this entry holds beyond ``active``."""
-        return {**self.perturbation.reset_fields, **{p.column: "float64" for p in self.drawn}}
+        """The fields beyond ``active`` that this entry's reset records can hold: a log's episodes table columns.
+
+        Those its schedule can fill: the perturbation's own if it can be active at reset, and each drawn parameter
+        then too, or always if it is drawn at every reset (``resample='episode'``).
+        """
+        on = self.when.switching.on_at_reset
+        fields = dict(self.perturbation.reset_fields) if on else {}
+        if on or self.resample == "episode":
+            fields.update(self._drawn_fields)
+        return fields
+
+    @functools.cached_property
+    def _drawn_fields(self) -> dict[str, str]:
+        return {p.column: "float64" for p in self.drawn}
 
     def with_drawn(self, values: Mapping[distributions.Path, Any]) -> dict[str, Any]:
         """The perturbation's parameters with drawn ``values`` (by path) in place."""
@@ -521,7 +547,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         self._action = by_channel["action"][::-1]  # the outermost perturbation sees the agent's action first
         self._reward = by_channel["reward"]
         self._state = by_channel["state"]
-        self._held = by_channel["dynamics"] + by_channel["policy"]  # changes that hold while switched on
+        self._held = [i for channel in HELD for i in by_channel[channel]]  # changes that hold while switched on
         # The perturbations that act when their schedule switches (dynamics changes, sticky repetitions).
         self._switched = tuple(
             i

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 import numpy as np
@@ -45,6 +46,7 @@ __all__ = [
     "Prob",
     "Schedule",
     "Starting",
+    "Switching",
     "Window",
     "names",
     "parse",
@@ -109,6 +111,43 @@ class _Between(Plan):
         return self.high if t < self.high else float("inf")
 
 
+@dataclass(frozen=True)
+class Switching:
+    """What a schedule may do within an episode, in some episode: what a log needs to know to lay out its columns.
+
+    A flag that is False is a promise that no episode does it; one that is True says that some episode may.
+    """
+
+    #: Active at time 0 (at reset).
+    on_at_reset: bool
+    #: Inactive at time 0.
+    off_at_reset: bool
+    #: Switches on at a time after 0.
+    switches_on: bool
+    #: Switches off at a time after 0.
+    switches_off: bool
+
+    @property
+    def ever_on(self) -> bool:
+        """Whether it may be active at any time."""
+        return self.on_at_reset or self.switches_on
+
+    @property
+    def ever_off(self) -> bool:
+        """Whether it may be inactive at any time."""
+        return self.off_at_reset or self.switches_off
+
+
+#: Active at every time of every episode.
+ON_THROUGHOUT: Final = Switching(on_at_reset=True, off_at_reset=False, switches_on=False, switches_off=False)
+#: Never active.
+OFF_THROUGHOUT: Final = Switching(on_at_reset=False, off_at_reset=True, switches_on=False, switches_off=False)
+#: On or off for a whole episode, decided at reset.
+PER_EPISODE: Final = Switching(on_at_reset=True, off_at_reset=True, switches_on=False, switches_off=False)
+#: Anything: on or off at reset, switching either way during the episode.
+ANYTIME: Final = Switching(on_at_reset=True, off_at_reset=True, switches_on=True, switches_off=True)
+
+
 class Schedule(abc.ABC):
     """Decides at which times of which episodes a perturbation is active."""
 
@@ -127,6 +166,16 @@ class Schedule(abc.ABC):
         ``window(..., unit="total_step")``): they act differently when a run starts part-way through.
         """
         return True
+
+    @property
+    def switching(self) -> Switching:
+        """What it may do within an episode: whether it may be on at reset, and switch on or off later.
+
+        A log keeps a value recorded at reset in its episodes table and one recorded during a step in its steps
+        table (see :class:`~rlwrappers.core.Entry`); it lays out only the columns the schedule can fill.
+        Schedules defined elsewhere may do anything unless they say otherwise.
+        """
+        return ANYTIME
 
     @abc.abstractmethod
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
@@ -170,6 +219,11 @@ class Always(Schedule):
     name = "always"
 
     @override
+    @property
+    def switching(self) -> Switching:
+        return ON_THROUGHOUT
+
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         return ON
 
@@ -182,6 +236,11 @@ class Never(Schedule):
     """Never active: keeps a perturbation in the stack, and in the log, without effect."""
 
     name = "never"
+
+    @override
+    @property
+    def switching(self) -> Switching:
+        return OFF_THROUGHOUT
 
     @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
@@ -216,6 +275,16 @@ class Starting(Schedule):
         return self.unit == "step"
 
     @override
+    @property
+    def switching(self) -> Switching:
+        if self.unit == "episode":
+            return PER_EPISODE
+        if self.at == 0:
+            return ON_THROUGHOUT
+        # From a later time of each episode, or from a total step that an episode starts after or reaches.
+        return Switching(on_at_reset=self.unit == "total_step", off_at_reset=True, switches_on=True, switches_off=False)
+
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         if self.unit == "episode":
             return ON if episode >= self.at else OFF
@@ -246,6 +315,17 @@ class Window(Schedule):
     @property
     def episode_local(self) -> bool:
         return self.unit == "step"
+
+    @override
+    @property
+    def switching(self) -> Switching:
+        if self.unit == "episode":
+            return PER_EPISODE
+        if self.unit == "step":
+            starts = self.start == 0
+            return Switching(on_at_reset=starts, off_at_reset=not starts, switches_on=not starts, switches_off=True)
+        # Counted over the wrapper's life: an episode may start before, inside or after the window.
+        return Switching(on_at_reset=True, off_at_reset=True, switches_on=self.start > 0, switches_off=True)
 
     @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
@@ -299,6 +379,13 @@ class Prob(Schedule):
         return True
 
     @override
+    @property
+    def switching(self) -> Switching:
+        if self.p in (0.0, 1.0):
+            return ON_THROUGHOUT if self.p == 1.0 else OFF_THROUGHOUT
+        return PER_EPISODE if self.per == "episode" else ANYTIME
+
+    @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
         assert rng is not None, "random schedules are given a generator"
         if self.per == "episode":
@@ -348,6 +435,13 @@ class Bursts(Schedule):
     @property
     def random(self) -> bool:
         return True
+
+    @override
+    @property
+    def switching(self) -> Switching:
+        if self.p in (0.0, 1.0):  # with p = 1 each burst starts as the last one ends: always on
+            return ON_THROUGHOUT if self.p == 1.0 else OFF_THROUGHOUT
+        return ANYTIME
 
     @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:
@@ -418,6 +512,19 @@ class AllOf(_Group):
     combine = all
     decisive = False
 
+    @override
+    @property
+    def switching(self) -> Switching:
+        members = [m.switching for m in self.members]
+        if not all(m.ever_on for m in members):
+            return OFF_THROUGHOUT
+        return Switching(
+            on_at_reset=all(m.on_at_reset for m in members),
+            off_at_reset=any(m.off_at_reset for m in members),
+            switches_on=any(m.switches_on for m in members),  # the last member off has to switch on
+            switches_off=any(m.switches_off for m in members),
+        )
+
 
 class AnyOf(_Group):
     """Active when any member is (``a | b``)."""
@@ -425,6 +532,19 @@ class AnyOf(_Group):
     name = "|"
     combine = any
     decisive = True
+
+    @override
+    @property
+    def switching(self) -> Switching:
+        members = [m.switching for m in self.members]
+        if not all(m.ever_off for m in members):
+            return ON_THROUGHOUT
+        return Switching(
+            on_at_reset=any(m.on_at_reset for m in members),
+            off_at_reset=all(m.off_at_reset for m in members),
+            switches_on=any(m.switches_on for m in members),
+            switches_off=any(m.switches_off for m in members),  # the last member on has to switch off
+        )
 
 
 class _Negated(Plan):
@@ -457,6 +577,17 @@ class Not(Schedule):
     @property
     def episode_local(self) -> bool:
         return self.member.episode_local
+
+    @override
+    @property
+    def switching(self) -> Switching:
+        member = self.member.switching
+        return Switching(
+            on_at_reset=member.off_at_reset,
+            off_at_reset=member.on_at_reset,
+            switches_on=member.switches_off,
+            switches_off=member.switches_on,
+        )
 
     @override
     def plan(self, episode: int, total_step: int, rng: np.random.Generator | None) -> Plan:

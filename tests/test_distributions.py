@@ -174,6 +174,68 @@ def test_a_log_holds_every_draw_and_replaying_them_as_constants_gives_the_same_e
         np.testing.assert_array_equal(_play(replay, int(row["seed"])), observations)
 
 
+DRAWN = "std=uniform(0.05, 0.3)"
+
+
+@pytest.mark.parametrize(
+    ("spec", "tables"),
+    [
+        (f"obs_noise({DRAWN})", {"episodes"}),  # drawn once per episode, as it acts from reset
+        (f"obs_noise({DRAWN}, resample='step')", {"episodes", "steps"}),  # at reset, then at every step
+        (f"obs_noise({DRAWN}, when=starting(step=5))", {"steps"}),
+        (f"obs_noise({DRAWN}, when=bursts(p=0.3, duration=(2, 4)))", {"episodes", "steps"}),  # on at reset or later
+        (f"obs_noise({DRAWN}, resample='episode', when=starting(step=5))", {"episodes"}),  # drawn at each reset
+        (f"obs_noise({DRAWN}, when=never)", set()),
+        ("param_noise(std=0.1)", {"episodes"}),  # what parameter noise records, its norm, follows the same rule
+        ("param_noise(std=0.1, when=starting(step=5))", {"steps"}),
+    ],
+)
+def test_each_drawn_value_has_one_table_and_no_column_stays_empty(spec: str, tables: set[str], tmp_path: Path) -> None:
+    env = rw.wrap(gym.make("CartPole-v1"), spec)
+    agent = rw.agents.TorchAgent(torch_linear(), env.observation_space, env.action_space, head="logits")
+    rw.attach(env, agent)
+    env = rw.Recorder(env, tmp_path / "log")
+    for seed in range(8):
+        env.reset(seed=seed)
+        for t in range(12):
+            if env.step(t % 2)[2]:
+                break
+    env.close()
+    log = rw.read_log(tmp_path / "log")
+    label, field = spec.split("(")[0], "norm" if spec.startswith("param_noise") else "std"
+    column = f"{label}.{field}"
+    holding = {name for name in ("episodes", "steps") if column in getattr(log, name)}
+    assert holding == tables
+    for name in holding:
+        assert getattr(log, name)[column].notna().any()
+    if tables == {"steps"}:  # drawn as it switches on: at the first active step of each episode
+        steps = log.steps
+        active = steps[f"{label}.active"].astype(bool)
+        switched = active & ~active.groupby(steps["episode"]).shift(fill_value=False).astype(bool)
+        assert steps[column].notna().tolist() == switched.tolist()
+    assert [p["step_fields"] for p in log.meta["perturbations"]] == [{field: "float64"} if "steps" in tables else {}]
+
+
+def test_a_value_drawn_at_each_reset_is_logged_while_inactive(tmp_path: Path) -> None:
+    env = rw.Recorder(
+        rw.wrap(gym.make("CartPole-v1"), f"obs_noise({DRAWN}, resample='episode', when=starting(episode=2))"),
+        tmp_path / "log",
+    )
+    for seed in range(4):
+        env.reset(seed=seed)
+        env.step(0)
+    env.close()
+    episodes = rw.read_log(tmp_path / "log").episodes
+    assert episodes["obs_noise.active"].tolist() == [False, False, True, True]
+    assert episodes["obs_noise.std"].between(0.05, 0.3).all() and episodes["obs_noise.std"].nunique() == 4
+
+
+def torch_linear() -> Any:
+    import torch
+
+    return torch.nn.Linear(4, 2)
+
+
 def test_registered_ids_take_distribution_specs_unchanged() -> None:
     env_id = rw.register("CartPole-v1", GRAVITY, name="RandomGravity")
     env = gym.make(env_id)

@@ -331,6 +331,48 @@ def test_randomness_is_declared():
     assert not (Starting(step=1) | Window(0, 1)).random
 
 
+@pytest.mark.parametrize(
+    ("when", "flags"),
+    [
+        ("always", "on"),
+        ("never", "off"),
+        ("starting(step=0)", "on"),
+        ("starting(step=5)", "off, switches on"),
+        ("starting(episode=3)", "on, off"),
+        ("starting(total_step=50)", "on, off, switches on"),
+        ("window(start=0, stop=5)", "on, switches off"),
+        ("window(start=3, stop=8)", "off, switches on, switches off"),
+        ("window(start=2, stop=5, unit='episode')", "on, off"),
+        ("window(start=50, stop=130, unit='total_step')", "on, off, switches on, switches off"),
+        ("window(start=0, stop=50, unit='total_step')", "on, off, switches off"),
+        ("prob(p=0.3)", "on, off, switches on, switches off"),
+        ("prob(p=0.5, per='episode')", "on, off"),
+        ("prob(p=0.0)", "off"),
+        ("prob(p=1.0)", "on"),
+        ("bursts(p=0.2, duration=(2, 4))", "on, off, switches on, switches off"),
+        ("bursts(p=1.0, duration=2)", "on"),
+        ("starting(step=5) & starting(episode=2)", "off, switches on"),
+        ("window(start=0, stop=5) | window(start=10, stop=15)", "on, switches on, switches off"),
+        ("~starting(step=5)", "on, switches off"),
+        ("~starting(episode=2)", "on, off"),
+        ("always | bursts(p=0.2, duration=2)", "on"),
+        ("never & prob(p=0.3)", "off"),
+        ("~always", "off"),
+    ],
+)
+def test_switching_says_what_the_schedule_does_within_episodes(when, flags):
+    a = activity(when, episodes=20, steps=20)
+    seen = {
+        "on": a[:, 0].any(),  # at reset
+        "off": (~a[:, 0]).any(),
+        "switches on": (~a[:, :-1] & a[:, 1:]).any(),
+        "switches off": (a[:, :-1] & ~a[:, 1:]).any(),
+    }
+    assert {name for name, did in seen.items() if did} == set(flags.split(", "))
+    said = schedule.parse(when).switching
+    assert [said.on_at_reset, said.off_at_reset, said.switches_on, said.switches_off] == list(seen.values())
+
+
 def test_names():
     assert schedule.names() == ["always", "bursts", "never", "prob", "starting", "window"]
 

@@ -216,8 +216,8 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
             "start_time": self._start,
             "wall_time": time.time() - self._start,
         }
-        for label in self._labels:
-            episode[f"{label}.active"] = label in reset
+        for label in self._labels:  # a parameter drawn at every reset is reported while inactive too
+            episode[f"{label}.active"] = bool(reset.get(label, {}).get("active", False))
         for label, f in self._reset_fields:
             episode[f"{label}.{f}"] = _jsonable(reset.get(label, {}).get(f))
         self._log.write(pa.record_batch(columns, schema=self._steps), episode)
