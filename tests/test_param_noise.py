@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from rlwrappers.wrappers.policy import (
     add_noise,
     add_parameter_noise,
     draw_noise,
+    l2_norm,
     noisy_parameters,
     restore,
 )
@@ -403,6 +405,15 @@ def test_add_noise_and_restore_are_exact(agent: SB3Agent) -> None:
     assert all(torch.equal(t, clean[n]) for n, t in params.items())
     with pytest.raises(ValueError):
         add_noise(params, noise[:-1])
+
+
+def test_the_norm_is_the_exact_one_to_float64_rounding() -> None:
+    # Squares of float32 values are exact in float64; numpy's pairwise sum of 100,003 of them stays within a few
+    # float64 roundings of the exact sum (math.fsum), where a float32 BLAS dot strays by about 1e-7.
+    noise = [np.random.default_rng(0).standard_normal(n, dtype=np.float32) for n in (100_003, 7, 1)]
+    exact = math.sqrt(math.fsum(float(v) ** 2 for a in noise for v in a))
+    assert l2_norm(noise) == pytest.approx(exact, rel=1e-14, abs=0.0)
+    assert l2_norm([]) == 0.0
 
 
 def test_add_parameter_noise_returns_the_norm(agent: SB3Agent) -> None:

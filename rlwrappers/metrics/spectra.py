@@ -64,12 +64,22 @@ def _frames(x: ArrayLike, layout: str | None) -> tuple[NDArray[np.float64], tupl
     if layout != "hw" and not rgb:
         lead = (*lead, image[layout.index("c")])
     f = frames(a, layout)
-    out = f @ np.array(LUMINANCE) if rgb else f.astype(np.float64)
+    out = _luminance(f) if rgb else f.astype(np.float64)
     if out.shape[-1] == 0 or out.shape[-2] == 0:
         raise InvalidArgument(f"`x` must have frames of at least 1 x 1 pixels, received shape {a.shape}")
     if not np.all(np.isfinite(out)):
         raise InvalidArgument(f"`x` must be finite, received {out.size - np.isfinite(out).sum()} non-finite pixels")
     return out, lead
+
+
+def _luminance(f: NDArray[np.generic]) -> NDArray[np.float64]:
+    """The luminance of channel-last RGB frames ``f``, channel by channel in float64.
+
+    Not a matrix product (``@``): BLAS sums it in an order that depends on the CPU's kernel.
+    """
+    rgb = np.asarray(f, dtype=np.float64)
+    r, g, b = LUMINANCE
+    return rgb[..., 0] * r + rgb[..., 1] * g + rgb[..., 2] * b
 
 
 def spectrum(x: ArrayLike, layout: str | None = None) -> NDArray[np.complex128]:

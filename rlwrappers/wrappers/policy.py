@@ -14,6 +14,7 @@ With the default schedule (always) the noise is drawn afresh for every episode. 
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ __all__ = [
     "add_noise",
     "add_parameter_noise",
     "draw_noise",
+    "l2_norm",
     "noisy_parameters",
     "restore",
 ]
@@ -69,8 +71,17 @@ def add_parameter_noise(
 ) -> tuple[Saved, float]:
     """Draws noise and adds it (:func:`draw_noise`, :func:`add_noise`); returns the saved values and its L2 norm."""
     noise = draw_noise(parameters, std, rng)
-    norm = float(np.sqrt(sum(float(np.dot(n.ravel(), n.ravel())) for n in noise)))
-    return add_noise(parameters, noise), norm
+    return add_noise(parameters, noise), l2_norm(noise)
+
+
+def l2_norm(arrays: list[NDArray[np.float32]]) -> float:
+    """The L2 norm of all the values of ``arrays``, the same on every CPU.
+
+    The squares are exact in float64 and numpy's pairwise sum adds them in an order it fixes. A BLAS dot
+    (``np.dot``, ``@``) would not do: OpenBLAS picks its kernel by CPU, and its float32 kernels sum in
+    different orders, so the logged norm would change with the machine.
+    """
+    return math.sqrt(sum(float(np.sum(np.square(a, dtype=np.float64))) for a in arrays))
 
 
 def restore(saved: Saved) -> None:

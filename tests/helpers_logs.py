@@ -1,0 +1,34 @@
+"""Comparing logs written by two runs: what must be equal, and what differs on every run (times, versions)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rlwrappers.logs import read_log
+
+#: Columns that hold wall-clock times: they differ on every run and every machine.
+TIME_COLUMNS = ["start_time", "wall_time"]
+#: Header keys that differ whenever a log is written again: times and the versions of the software installed.
+VOLATILE_META = {"start_time", "end_time", "rlwrappers", "gymnasium", "numpy", "python", "pettingzoo"}
+
+
+def lasting(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """A log's steps, its episodes without the wall-clock columns and its header without the volatile keys."""
+    log = read_log(path)
+    meta = {k: v for k, v in log.meta.items() if k not in VOLATILE_META}
+    return log.steps, log.episodes.drop(columns=TIME_COLUMNS), meta
+
+
+def assert_same_logs(new: Path, old: Path) -> None:
+    """The log folders under ``new`` and ``old`` are the same logs, bit for bit, but for times and versions."""
+    logs = sorted(p.parent.relative_to(old) for p in old.rglob("meta.json"))
+    assert logs, f"no log under {old}"
+    assert logs == sorted(p.parent.relative_to(new) for p in new.rglob("meta.json"))
+    for log in logs:
+        (steps, episodes, meta), (old_steps, old_episodes, old_meta) = lasting(new / log), lasting(old / log)
+        pd.testing.assert_frame_equal(steps, old_steps, check_exact=True, obj=f"{log} steps")
+        pd.testing.assert_frame_equal(episodes, old_episodes, check_exact=True, obj=f"{log} episodes")
+        assert meta == old_meta, log
