@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from rlwrappers.error import LogError
+from rlwrappers.logs.space import writing
 
 try:
     import fcntl
@@ -75,6 +76,20 @@ class FolderLock:
 
     def __init__(self, folder: Path):
         self.path = folder / LOCK_FILE
+        with writing(folder, "its lock file"):
+            fd = self._take(folder)
+            try:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
+            except OSError:  # a full disk: give the folder up as release() does
+                self.path.unlink(missing_ok=True)
+                os.close(fd)
+                raise
+        self._fd: int | None = fd
+        _HELD.add(self)
+
+    def _take(self, folder: Path) -> int:
+        """Opens the lock file and takes its lock; returns its descriptor."""
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             if not _try_lock(fd):
@@ -85,12 +100,8 @@ class FolderLock:
                     " write the log elsewhere"
                 )
             if _still_named(fd, self.path):
-                break
+                return fd
             os.close(fd)  # the lock of a file its holder removed on release: take the folder's new one
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
-        self._fd: int | None = fd
-        _HELD.add(self)
 
     @property
     def held(self) -> bool:

@@ -115,7 +115,7 @@ class ParallelRecorder(BaseParallelWrapper[str, Obs, Action]):
             "metadata": dict(metadata or {}),
         }
         self._steps, self._episodes = team_schemas(self.pa, self.meta)
-        self._log.write_meta(self.meta)
+        self._log.start(self.meta)
         self._episode = -1
         self._seeds: list[int] = []
         self._open = False
@@ -127,7 +127,7 @@ class ParallelRecorder(BaseParallelWrapper[str, Obs, Action]):
     ) -> tuple[dict[str, Obs], dict[str, dict[str, Any]]]:
         """Resets the env; an episode still open is written first, marked incomplete."""
         if self._open:
-            self._end_episode()
+            self._log.write(*self._end_episode())
         if seed is not None and not (isinstance(seed, Integral) and 0 <= seed < 2**64):
             raise InvalidArgument(f"`seed` must be an int in [0, 2**64) to be logged, received {seed!r}")
         obs, infos = self.env.reset(seed=seed, options=options)
@@ -174,11 +174,11 @@ class ParallelRecorder(BaseParallelWrapper[str, Obs, Action]):
             )
         self._t = t + 1
         if not self.env.agents:
-            self._end_episode()
+            self._log.write(*self._end_episode())
         return obs, rewards, terminations, truncations, infos
 
-    def _end_episode(self) -> None:
-        """Writes the episode: its rows as one record batch, its episode row in that batch's metadata."""
+    def _end_episode(self) -> tuple[Any, dict[str, Any]]:
+        """Ends the episode: its rows as one record batch, and its episode row, for the log to write."""
         pa, n = self.pa, len(self._rows)
         steps, agents, policies, switched, actions, rewards, terminations, truncations = (
             zip(*self._rows, strict=True) if n else ((),) * 8
@@ -212,15 +212,19 @@ class ParallelRecorder(BaseParallelWrapper[str, Obs, Action]):
             "wall_time": time.time() - self._start,
             **{f"return.{agent}": value for agent, value in per_agent.items()},
         }
-        self._log.write(pa.record_batch(columns, schema=self._steps), episode)
         self._open = False
+        return pa.record_batch(columns, schema=self._steps), episode
 
     # -- closing ----------------------------------------------------------------------------------------
     def close(self) -> None:
-        """Writes an open episode (marked incomplete), compacts the log to Parquet, then closes the env."""
-        if not self._closed:
-            self._closed = True
-            if self._open:
-                self._end_episode()
-            self._log.close(self.meta, episodes=self._episode + 1, seeds=self._seeds)
-        super().close()
+        """Writes an open episode (marked incomplete), compacts the log to Parquet, then closes the env.
+
+        After a write failed, it only gives the folder up and closes the env: the log stays unfinished.
+        """
+        try:
+            if not self._closed:
+                self._closed = True
+                last = self._end_episode() if self._open else None
+                self._log.close(self.meta, episodes=self._episode + 1, seeds=self._seeds, last=last)
+        finally:
+            super().close()

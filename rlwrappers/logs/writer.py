@@ -5,10 +5,17 @@ operating system, so a process killed at any point (even by ``kill -9``) leaves 
 readable (:func:`rlwrappers.logs.read_log` reads the stream up to its last complete batch).
 :meth:`Recorder.close` compacts the stream into Parquet files that carry the header in their metadata. The
 layout is :mod:`rlwrappers.logs.schema`'s.
+
+A folder that cannot grow (a full disk, a file-size limit, a spent quota) stops the log: the write raises a
+:class:`~rlwrappers.error.LogError` naming the folder and the cause (:mod:`rlwrappers.logs.space`), every episode
+written before reads back whole, and the log stays unfinished (its stream is never compacted, and its header
+has no ``end_time``). Closing it then only gives the folder up.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import platform
@@ -42,6 +49,7 @@ from rlwrappers.logs.schema import (
     arrow_type,
     log_schemas,
 )
+from rlwrappers.logs.space import replace_file, writing
 
 __all__ = ["LogStream", "Recorder", "compact"]
 
@@ -127,7 +135,7 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
             "metadata": dict(metadata or {}),
         }
         self._steps, _ = log_schemas(pa, self.meta)
-        self._log.write_meta(self.meta)
+        self._log.start(self.meta)
         self._episode = -1
         self._seeds: list[int] = []
         self._open = False
@@ -142,7 +150,7 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Resets the env; an episode still open is written first, marked incomplete."""
         if self._open:
-            self._end_episode(terminated=False, truncated=False)
+            self._log.write(*self._end_episode(terminated=False, truncated=False))
         if seed is not None and not (isinstance(seed, Integral) and 0 <= seed < 2**64):
             raise InvalidArgument(f"`seed` must be an int in [0, 2**64) to be logged, received {seed!r}")
         obs, info = self.env.reset(seed=seed, options=options)
@@ -167,11 +175,11 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
             if records:
                 self._events.append((len(rows) - 1, records))
             if terminated or truncated:
-                self._end_episode(terminated=bool(terminated), truncated=bool(truncated))
+                self._log.write(*self._end_episode(terminated=bool(terminated), truncated=bool(truncated)))
         return obs, reward, terminated, truncated, info
 
-    def _end_episode(self, *, terminated: bool, truncated: bool) -> None:
-        """Writes the episode: its steps as one record batch, its episode row in that batch's metadata."""
+    def _end_episode(self, *, terminated: bool, truncated: bool) -> tuple[Any, dict[str, Any]]:
+        """Ends the episode: its steps as one record batch, and its episode row, for the log to write."""
         pa = self.pa
         n = len(self._rows)
         actions, rewards, terminations, truncations = zip(*self._rows, strict=True) if n else ((), (), (), ())
@@ -220,8 +228,8 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
             episode[f"{label}.active"] = bool(reset.get(label, {}).get("active", False))
         for label, f in self._reset_fields:
             episode[f"{label}.{f}"] = _jsonable(reset.get(label, {}).get(f))
-        self._log.write(pa.record_batch(columns, schema=self._steps), episode)
         self._open = False
+        return pa.record_batch(columns, schema=self._steps), episode
 
     def _field_array(self, kind: str, values: list[Any]) -> Any:
         if kind == "action":
@@ -232,13 +240,17 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
 
     # -- closing ----------------------------------------------------------------------------------------
     def close(self) -> None:
-        """Writes an open episode (marked incomplete), compacts the log to Parquet, then closes the env."""
-        if not self._closed:
-            self._closed = True
-            if self._open:
-                self._end_episode(terminated=False, truncated=False)
-            self._log.close(self.meta, episodes=self._episode + 1, seeds=self._seeds)
-        super().close()
+        """Writes an open episode (marked incomplete), compacts the log to Parquet, then closes the env.
+
+        After a write failed, it only gives the folder up and closes the env: the log stays unfinished.
+        """
+        try:
+            if not self._closed:
+                self._closed = True
+                last = self._end_episode(terminated=False, truncated=False) if self._open else None
+                self._log.close(self.meta, episodes=self._episode + 1, seeds=self._seeds, last=last)
+        finally:
+            super().close()
 
 
 class LogStream:
@@ -261,7 +273,8 @@ class LogStream:
         self.pa = require("pyarrow", purpose="writing logs")
         require("pyarrow.ipc")
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        with writing(self.path, "the log's folder"):
+            self.path.mkdir(parents=True, exist_ok=True)
         self._lock = FolderLock(self.path)
         if (self.path / META).exists() and not overwrite:
             self._lock.release()
@@ -270,36 +283,95 @@ class LogStream:
             (self.path / name).unlink(missing_ok=True)
         self._writer: Any = None
         self._sink: Any = None
+        self._written = 0  # episodes in the stream
+        #: Why the log stopped: the error of a write that failed, after which nothing more is written.
+        self.failure: LogError | None = None
+
+    def start(self, meta: Mapping[str, Any]) -> None:
+        """Writes the first header; gives the folder up if the folder cannot take it."""
+        try:
+            self.write_meta(meta)
+        except BaseException:
+            self._lock.release()
+            raise
 
     def write_meta(self, meta: Mapping[str, Any]) -> None:
         """Replaces the header in one step: a reader never sees half of it."""
-        tmp = self.path / f"{META}.tmp"
-        tmp.write_text(json.dumps(meta, indent=2, default=str))
-        tmp.replace(self.path / META)
+        text = json.dumps(meta, indent=2, default=str)
+        replace_file(self.path / META, "the log's header", lambda tmp: tmp.write_text(text))
 
     def write(self, batch: Any, episode: Mapping[str, Any]) -> None:
-        """Appends one episode: its steps as ``batch``, its episode row and both their checksums in its metadata."""
-        if self._writer is None:
-            self._sink = self.pa.OSFile(str(self.path / STREAM), "wb")
-            self._writer = self.pa.ipc.new_stream(self._sink, batch.schema)
+        """Appends one episode: its steps as ``batch``, its episode row and both their checksums in its metadata.
+
+        Raises:
+            LogError: the folder cannot take it (or an earlier episode), and the log stops.
+        """
+        if self.failure is not None:
+            raise LogError(
+                self.failure.errno, f"{self.failure.strerror}; the log stopped there and writes no more episodes"
+            )
         row = json.dumps(episode)
         metadata = {
             EPISODE_KEY: row,
             EPISODE_CHECKSUM_KEY: str(zlib.crc32(row.encode())),
             CHECKSUM_KEY: str(zlib.crc32(batch.serialize())),
         }
-        self._writer.write_batch(batch, custom_metadata=metadata)
-        self._sink.flush()
+        kept = {0: "the log holds no episode", 1: "the episode before it reads back whole"}.get(
+            self._written, f"the {self._written} episodes before it read back whole"
+        )
+        try:
+            with writing(self.path, f"episode {episode['episode']}", then=f"{kept}, and the log stays unfinished"):
+                if self._writer is None:
+                    self._sink = self.pa.OSFile(str(self.path / STREAM), "wb")
+                    self._writer = self.pa.ipc.new_stream(self._sink, batch.schema)
+                self._writer.write_batch(batch, custom_metadata=metadata)
+                self._sink.flush()
+        except LogError as error:
+            self._stop(error)
+            raise
+        self._written += 1
 
-    def close(self, meta: dict[str, Any], *, episodes: int, seeds: list[int]) -> None:
-        """Closes the stream, adds the end time, episode count and seeds to ``meta``, and compacts the log."""
-        if self._writer is not None:
-            self._writer.close()
-            self._sink.close()
-        meta.update(end_time=time.time(), episodes=episodes, seeds=seeds)
-        self.write_meta(meta)
-        _compact(self.path)
+    def _stop(self, error: LogError) -> None:
+        """Stops the log after ``error``, giving the folder up: nothing more will be written there.
+
+        The stream is closed as it is: a torn tail is dropped on reading.
+        """
+        self.failure = error
+        with contextlib.suppress(OSError):  # the sink may hold bytes it cannot write: they are dropped
+            if self._sink is not None:
+                self._sink.close()
+        self._writer = self._sink = None
         self._lock.release()
+
+    def close(
+        self, meta: dict[str, Any], *, episodes: int, seeds: list[int], last: tuple[Any, dict[str, Any]] | None = None
+    ) -> None:
+        """Ends the log: compacts it, with the end time, episode count and seeds in ``meta``; gives the folder up.
+
+        The ``last`` episode (a batch and its row), if given, is written first. A log whose write failed is left
+        as it is, unfinished (``last`` is dropped): this only gives the folder up.
+
+        Raises:
+            LogError: the folder cannot take the last episode, the end of the stream, the header or the Parquet
+                files. Every episode written before reads back whole then, and :func:`compact` finishes a log
+                whose stream was whole once there is room.
+        """
+        try:
+            if self.failure is not None:
+                return
+            if last is not None:
+                self.write(*last)
+            if self._writer is not None:
+                with writing(self.path, "the end of the log's stream"):
+                    try:
+                        self._writer.close()
+                    finally:
+                        self._sink.close()
+            meta.update(end_time=time.time(), episodes=episodes, seeds=seeds)
+            self.write_meta(meta)
+            _compact(self.path)
+        finally:
+            self._lock.release()
 
 
 def _jsonable(value: Any) -> Any:
@@ -349,7 +421,8 @@ def _compact(root: Path) -> None:
         return
     header = (root / META).read_bytes()
     for name, table in tables.items():
-        tmp = root / f"{name}.parquet.tmp"
-        pq.write_table(table.replace_schema_metadata({b"rlwrappers": header}), tmp, write_page_checksum=True)
-        tmp.replace(root / f"{name}.parquet")
+        write = functools.partial(
+            pq.write_table, table.replace_schema_metadata({b"rlwrappers": header}), write_page_checksum=True
+        )
+        replace_file(root / f"{name}.parquet", f"the log's {name}.parquet", write)
     (root / STREAM).unlink()

@@ -21,6 +21,7 @@ own copy of the agent, so that no other run sees its weights.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlwrappers.core import Entry
-from rlwrappers.error import InvalidArgument
+from rlwrappers.error import InvalidArgument, LogError
 from rlwrappers.logs import read_log
 from rlwrappers.studies import arms
 from rlwrappers.studies.design import BASELINE, RunSpec, Settings, Stack
@@ -84,8 +85,9 @@ def run_batched(
                     yield finished.value
             running = still
     finally:
-        for steps, _ in running:
-            steps.close()
+        for steps, _ in running:  # each closes its log, and one that fails to (a full disk) leaves the others to close
+            with contextlib.suppress(LogError):
+                steps.close()
 
 
 def _actions(requests: list[arms.Request], exact: bool) -> list[Any]:

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from rlwrappers.core import Entry, attach
 from rlwrappers.error import LogError
+from rlwrappers.logs.space import replace_file, writing
 from rlwrappers.studies.arms import make_env, resolve_agent
 from rlwrappers.studies.design import BASELINE, Settings, Stack, directory_name, episode_seed
 
@@ -72,13 +73,20 @@ class Probe:
             return cls(**{name: data[name] for name in cls.__dataclass_fields__})
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Writes the probe (compressed) in one step: a reader never sees half a file."""
+        """Writes the probe (compressed) in one step: a reader never sees half a file.
+
+        Raises:
+            LogError: the folder cannot take it (a full disk, say); no part of the file is left.
+        """
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        with tmp.open("wb") as f:
-            np.savez_compressed(f, **asdict(self))
-        tmp.replace(target)
+        with writing(target.parent, "a probe's folder"):
+            target.parent.mkdir(parents=True, exist_ok=True)
+
+        def write(tmp: Path) -> None:
+            with tmp.open("wb") as f:
+                np.savez_compressed(f, **asdict(self))
+
+        replace_file(target, f"the probe {target.name}", write)
 
     @property
     def flipped(self) -> NDArray[np.bool_]:

@@ -23,6 +23,7 @@ complete are not redone. :func:`~rlwrappers.studies.results.open_evaluation` rea
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import multiprocessing
@@ -44,6 +45,7 @@ from rlwrappers._version import __version__
 from rlwrappers.error import InvalidArgument, InvalidType, LogError
 from rlwrappers.logs.lock import LOCK_FILE, FolderLock
 from rlwrappers.logs.reader import read_episodes, read_meta
+from rlwrappers.logs.space import CANNOT_GROW, replace_file
 from rlwrappers.schedule import Schedule
 from rlwrappers.studies import arms, batched, interrupts
 from rlwrappers.studies.design import (
@@ -428,11 +430,19 @@ def _play(
                 index[row["path"]] = row
                 _write_index(root, index)
                 bar.update(played[row["path"]])
-    except BaseException:  # the index may miss runs that finished as it stopped: the logs say which
+    except BaseException as error:  # the index may miss runs that finished as it stopped: the logs say which
         for spec in specs:
             row = _finished_row(root, spec, settings.episodes - spec.first_episode, index.get(spec.path))
             index[spec.path] = row or {**asdict(spec), "status": "pending"}
-        _write_index(root, index)
+        with contextlib.suppress(LogError):  # a folder that cannot take it keeps the old index: the logs decide
+            _write_index(root, index)
+        if isinstance(error, LogError) and error.errno in CANNOT_GROW:
+            finished = sum(row["status"] == "complete" for row in index.values())
+            raise LogError(
+                error.errno,
+                f"{error.strerror}; the evaluation in {str(root)!r} stops with {finished} of {len(index)} runs"
+                " finished: make room, then evaluate again with the same arguments to play the others",
+            ) from error
         raise
     finally:
         bar.close()
@@ -464,9 +474,7 @@ def _claim(root: Path, request: dict[str, Any]) -> FolderLock:
         path = root / SPEC_FILE
         text = json.dumps(request, indent=1, default=str)
         if not path.exists():
-            tmp = root / f"{SPEC_FILE}.tmp"
-            tmp.write_text(text + "\n")
-            tmp.replace(path)
+            replace_file(path, "the evaluation's request", lambda tmp: tmp.write_text(text + "\n"))
         elif json.loads(path.read_text()) != json.loads(text):
             raise LogError(
                 f"{str(root)!r} holds a different evaluation; pass another `out`, or delete it to start over"
@@ -485,9 +493,8 @@ def _read_index(root: Path) -> dict[str, dict[str, Any]]:
 
 
 def _write_index(root: Path, index: Mapping[str, dict[str, Any]]) -> None:
-    tmp = root / f"{INDEX_FILE}.tmp"
-    tmp.write_text(json.dumps({"runs": list(index.values())}, indent=1) + "\n")
-    tmp.replace(root / INDEX_FILE)
+    text = json.dumps({"runs": list(index.values())}, indent=1) + "\n"
+    replace_file(root / INDEX_FILE, "the evaluation's index", lambda tmp: tmp.write_text(text))
 
 
 class _NoBar:
