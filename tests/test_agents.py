@@ -698,6 +698,22 @@ def test_load_errors(tmp_path: Path) -> None:
         zoo.load_agent(fake)
     with pytest.raises(InvalidType, match="`agent`"):
         zoo.load_agent(42)  # type: ignore[arg-type]
+
+
+def test_a_folder_given_as_an_agent_says_what_it_looked_for(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgument) as empty:
+        zoo.load_agent(tmp_path)
+    assert str(empty.value) == (
+        f"`agent` {str(tmp_path)!r} is a folder, not an agent: rlwrappers loads a zoo name or an SB3 .zip file. It"
+        " looked for .zip files in the folder and in its subfolders, and found none"
+    )
+    (tmp_path / "CartPole-v1_1").mkdir()
+    (tmp_path / "CartPole-v1_1" / "CartPole-v1.zip").write_bytes(b"")
+    (tmp_path / "best_model.zip").write_bytes(b"")
+    with pytest.raises(InvalidArgument, match="pass one of them as the agent") as found:
+        zoo.load_agent(str(tmp_path))
+    listed = f"{str(tmp_path / 'CartPole-v1_1' / 'CartPole-v1.zip')!r}, {str(tmp_path / 'best_model.zip')!r}"
+    assert f"and found {listed}" in str(found.value)
     with pytest.raises(UnknownName, match="Did you mean"):
         zoo.load_agent("ppo-CartPol-v1")
     with pytest.raises(UnknownName, match="not a zoo agent"):

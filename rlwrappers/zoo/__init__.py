@@ -119,6 +119,8 @@ def load_agent(
         return load_sb3(
             path, observation_space=observation_space, deterministic=deterministic, trusted=trusted, device=device
         )
+    if path.is_dir():
+        raise InvalidArgument(_not_an_agent_folder(path))
     if path.exists():
         raise InvalidArgument(f"`agent` {str(source)!r} is a file but not an SB3 .zip")
     name, at, given = str(source).partition("@")
@@ -127,6 +129,20 @@ def load_agent(
     if at and seed is not None:
         raise InvalidArgument(f"`agent` {str(source)!r} names its seed; pass seed={seed!r} or '@', not both")
     return _zoo_agent(name, int(given) if at else 0 if seed is None else seed, deterministic, check_device(device))
+
+
+def _not_an_agent_folder(folder: Path) -> str:
+    """Why a folder given as an agent is not one, and the files in it (or one level down) that may be."""
+    zips = sorted(str(p) for p in (*folder.glob("*.zip"), *folder.glob("*/*.zip")))
+    if not zips:
+        found = "found none"
+    else:
+        shown = ", ".join(repr(z) for z in zips[:5]) + (f" and {len(zips) - 5} more" if len(zips) > 5 else "")
+        found = f"found {shown}: pass one of them as the agent"
+    return (
+        f"`agent` {str(folder)!r} is a folder, not an agent: rlwrappers loads a zoo name or an SB3 .zip file."
+        f" It looked for .zip files in the folder and in its subfolders, and {found}"
+    )
 
 
 def _zoo_agent(name: str, seed: int, deterministic: bool, device: str = "cpu") -> SB3Agent:
