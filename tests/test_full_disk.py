@@ -71,7 +71,7 @@ print(json.dumps({"errno": caught and caught.errno, "message": str(caught), "pla
 """
 
 EVALUATE = """
-import json, resource, sys
+import json, multiprocessing, resource, sys
 import rlwrappers as rw
 from rlwrappers.error import LogError
 from rlwrappers.studies import Execution
@@ -84,9 +84,10 @@ try:
     rw.evaluate("ppo-CartPole-v1", "CartPole-v1", shifts, episodes=3, seeds=2, out=out, execution=execution)
 except LogError as error:
     caught = error
+alive = [p.pid for p in multiprocessing.active_children()]  # the other worker ended its run before the error came
 resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))  # the room comes back: the same evaluation again
 rw.evaluate("ppo-CartPole-v1", "CartPole-v1", shifts, episodes=3, seeds=2, out=out, execution=execution)
-print(json.dumps({"errno": caught.errno, "message": str(caught)}))
+print(json.dumps({"errno": caught.errno, "message": str(caught), "alive": alive}))
 """
 
 
@@ -161,6 +162,7 @@ def test_an_evaluation_past_the_file_size_limit_resumes_to_the_same_end(tmp_path
     assert "File too large (EFBIG): cannot write episode 2 in " in seen["message"]
     assert f"the evaluation in {str(out)!r} stops with " in seen["message"]
     assert "evaluate again with the same arguments" in seen["message"]
+    assert seen["alive"] == []
     resumed = rw.studies.results.open_evaluation(out)
     assert resumed.complete
     pd.testing.assert_frame_equal(resumed.episodes(), clean_evaluation.episodes(), check_exact=True)

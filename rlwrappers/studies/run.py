@@ -199,8 +199,8 @@ def _execute(
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 yield from future.result()
-    except Exception:  # a run failed: the runs in progress finish, no other starts
-        pool.shutdown(wait=False, cancel_futures=True)
+    except Exception:  # a run failed: the runs in progress finish, with their logs closed, and no other starts
+        pool.shutdown(wait=True, cancel_futures=True)  # (a later shutdown would not wait: the pool forgets its workers)
         raise
     except BaseException:  # interrupted, or the caller stopped reading: the runs in progress stop too
         pool.shutdown(wait=False, cancel_futures=True)
