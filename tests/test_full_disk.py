@@ -294,3 +294,29 @@ def test_a_header_the_disk_refuses_leaves_the_folder_free(tmp_path: Path, monkey
         rw.Recorder(gym.make("CartPole-v1"), tmp_path / "log")
     assert caught.value.errno == errno.EDQUOT
     assert sorted(p.name for p in (tmp_path / "log").iterdir()) == []  # no lock, no half header
+
+
+def team(folder: Path) -> None:
+    """Three MPE agents that always move the same way, recorded for 6 episodes of 25 steps (or until an error)."""
+    simple_spread_v3 = pytest.importorskip("mpe2.simple_spread_v3")
+    from rlwrappers.logs.parallel import ParallelRecorder
+
+    env = ParallelRecorder(simple_spread_v3.parallel_env(N=3, max_cycles=25), folder)
+    for seed in range(6):
+        env.reset(seed=seed)
+        while env.agents:
+            env.step({agent: 1 for agent in env.agents})
+    env.close()
+
+
+def test_a_team_recorder_whose_disk_refuses_writes_keeps_every_episode_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    team(tmp_path / "reference")
+    fill(monkeypatch, 6_000, errno.EDQUOT)
+    with pytest.raises(LogError, match=r"Disk quota exceeded \(EDQUOT\): cannot write episode \d in ") as caught:
+        team(tmp_path / "log")
+    assert caught.value.errno == errno.EDQUOT
+    assert_first_episodes(tmp_path / "log", tmp_path / "reference", len(rw.read_log(tmp_path / "log").episodes))
+    assert 0 < len(rw.read_log(tmp_path / "log").episodes) < 6
+    assert_unfinished(tmp_path / "log")
