@@ -15,10 +15,21 @@ TIME_COLUMNS = ["start_time", "wall_time"]
 VOLATILE_META = {"start_time", "end_time", "rlwrappers", "gymnasium", "numpy", "python", "pettingzoo"}
 
 
+def plain_stack(text: str) -> str:
+    """A stack's text as plain Gymnasium names it: rl_zoo3, once imported in the process (the integration tests
+    import it), replaces Gymnasium's TimeLimit by its own PatchedTimeLimit for every env made after."""
+    return text.replace("<PatchedTimeLimit<", "<TimeLimit<")
+
+
 def lasting(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """A log's steps, its episodes without the wall-clock columns and its header without the volatile keys."""
+    """A log's steps, its episodes without the wall-clock columns and its header without the volatile keys.
+
+    The header's stack is named as plain Gymnasium names it, whichever process wrote it (:func:`plain_stack`).
+    """
     log = read_log(path)
     meta = {k: v for k, v in log.meta.items() if k not in VOLATILE_META}
+    if "stack" in meta:
+        meta["stack"] = plain_stack(meta["stack"])
     return log.steps, log.episodes.drop(columns=TIME_COLUMNS), meta
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from gymnasium.envs.registration import EnvSpec, load_env_creator
-from helpers_logs import TIME_COLUMNS, VOLATILE_META
+from helpers_logs import TIME_COLUMNS, VOLATILE_META, plain_stack
 
 import rlwrappers as rw
 from rlwrappers.logs import Recorder, read_log, team_returns, who_acted
@@ -102,12 +102,6 @@ def assert_csv_equal(written: Path, stored: Path) -> None:
     new, old = pd.read_csv(written), pd.read_csv(stored)
     assert list(new.columns) == list(old.columns)
     pd.testing.assert_frame_equal(new, old, check_exact=False, rtol=1e-12, atol=0.0)
-
-
-def plain_stack(text: str) -> str:
-    """A stack's text as plain Gymnasium names it: rl_zoo3, once imported in the process (the integration tests
-    import it), replaces Gymnasium's TimeLimit by its own PatchedTimeLimit for every env made after."""
-    return text.replace("<PatchedTimeLimit<", "<TimeLimit<")
 
 
 def never_filled(written: pd.DataFrame, recorded: pd.DataFrame) -> list[str]:
