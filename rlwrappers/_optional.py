@@ -27,6 +27,7 @@ EXTRAS: dict[str, str] = {
     "ray": "ray",
     "hypothesis": "test",
     "rl_zoo3": "zoo",
+    "yaml": "sb3",
     "statsmodels": "causal",
     "scipy": "causal",
 }

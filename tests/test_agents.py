@@ -690,7 +690,7 @@ def test_load_errors(tmp_path: Path) -> None:
         zoo.load_agent(tmp_path / "missing.zip")
     text = tmp_path / "weights.pt"
     text.write_text("not a model")
-    with pytest.raises(InvalidArgument, match=r"not an SB3 \.zip"):
+    with pytest.raises(InvalidArgument, match=r"neither an SB3 \.zip nor FILE\.py:FUNCTION"):
         zoo.load_agent(text)
     fake = tmp_path / "fake.zip"
     fake.write_text("not a zip")
@@ -704,8 +704,9 @@ def test_a_folder_given_as_an_agent_says_what_it_looked_for(tmp_path: Path) -> N
     with pytest.raises(InvalidArgument) as empty:
         zoo.load_agent(tmp_path)
     assert str(empty.value) == (
-        f"`agent` {str(tmp_path)!r} is a folder, not an agent: rlwrappers loads a zoo name or an SB3 .zip file. It"
-        " looked for .zip files in the folder and in its subfolders, and found none"
+        f"`agent` {str(tmp_path)!r} is a folder but neither an RL Zoo run folder (ENV.zip beside ENV/config.yml) nor"
+        " the flat layout of a published agent (one zip beside config.yml). It looked for .zip files in the folder"
+        " and in its subfolders, and found none"
     )
     (tmp_path / "CartPole-v1_1").mkdir()
     (tmp_path / "CartPole-v1_1" / "CartPole-v1.zip").write_bytes(b"")

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from rlwrappers._optional import require
 from rlwrappers.agents.protocol import Agent, Outputs
+from rlwrappers.agents.training import Normalization, Training
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType
 
 if TYPE_CHECKING:
@@ -75,8 +76,13 @@ class SB3Agent(Agent):
         deterministic: act greedily (SB3's ``deterministic=True``).
         epsilon: DQN's exploration rate when not deterministic (default: the model's ``exploration_rate``).
         observation_space: the env's observation space. When it is the channel-last layout of the policy's
-            channel-first image space (as with SB3's ``VecTransposeImage``), observations are transposed; a
-            space of the policy's shape is accepted whatever its bounds (noise may widen them).
+            channel-first image space (as with SB3's ``VecTransposeImage``), observations are transposed (each
+            such entry of a Dict space); a space of the policy's shape is accepted whatever its bounds (noise
+            may widen them).
+        normalization: the observation statistics of SB3's ``VecNormalize`` the model was trained behind
+            (:func:`rlwrappers.agents.training.read_normalization`): observations are normalized as
+            ``VecNormalize`` does before the network sees them (and before any transposition), so attacks and
+            callers work in the env's own units.
 
     Example:
         >>> import gymnasium as gym
@@ -96,6 +102,7 @@ class SB3Agent(Agent):
         deterministic: bool = True,
         epsilon: float | None = None,
         observation_space: gym.Space[Any] | None = None,
+        normalization: Normalization | None = None,
     ):
         require("stable_baselines3", purpose="SB3 agents")
         from stable_baselines3.common.base_class import BaseAlgorithm
@@ -121,6 +128,8 @@ class SB3Agent(Agent):
         action_space = policy.action_space
         if not isinstance(action_space, (gym.spaces.Discrete, gym.spaces.Box)):
             raise IncompatibleSpace(f"SB3Agent supports Discrete and Box actions, the model has {action_space}")
+        if normalization is not None and not isinstance(normalization, Normalization):
+            raise InvalidType(f"`normalization` must be a Normalization or None, received {normalization!r}")
 
         self.policy: Any = policy  # SB3's policy classes type their submodules loosely
         self.kind = kind
@@ -130,7 +139,12 @@ class SB3Agent(Agent):
         self.observation_space = policy.observation_space
         #: Whether observations arrive channel-last for a channel-first policy (they are transposed).
         self.channels_last = False
-        if observation_space is not None and observation_space.shape != policy.observation_space.shape:
+        #: The entries of a Dict observation that arrive channel-last for the policy (they are transposed).
+        self.channels_last_keys: tuple[str, ...] = ()
+        if observation_space is not None and isinstance(policy.observation_space, gym.spaces.Dict):
+            self.channels_last_keys = _channel_last_keys(observation_space, policy.observation_space)
+            self.observation_space = observation_space
+        elif observation_space is not None and observation_space.shape != policy.observation_space.shape:
             self.channels_last = _is_channel_last_of(observation_space, policy.observation_space)
             if not self.channels_last:
                 raise IncompatibleSpace(
@@ -138,6 +152,10 @@ class SB3Agent(Agent):
                     " nor its channel-last layout"
                 )
             self.observation_space = observation_space
+        #: The ``VecNormalize`` statistics applied to each observation, or None.
+        self.normalization = normalization
+        #: What the agent was trained behind, when the files it was read from say (:mod:`rlwrappers.agents.rl_zoo`).
+        self.training: Training | None = None
         self.policy.set_training_mode(False)
         #: Where the network runs; on the CPU nothing moves between devices.
         self.device = policy.device
@@ -149,9 +167,24 @@ class SB3Agent(Agent):
         mode = "deterministic" if self.deterministic else "stochastic"
         return f"SB3Agent({type(self.policy).__name__}, {mode})"
 
-    def policy_input(self, x: torch.Tensor) -> torch.Tensor:
-        """A batch in the env's layout as the policy reads it (channel-first, when the env gives channel-last)."""
+    def policy_input(self, x: Any) -> Any:
+        """A batch in the env's units and layout as the policy reads it: normalized, then channel-first."""
+        if self.normalization is not None:
+            x = self.normalization.apply(x)
+        if self.channels_last_keys:
+            first = self.channels_last_keys
+            return {key: value.permute(0, 3, 1, 2) if key in first else value for key, value in x.items()}
         return x.permute(0, 3, 1, 2) if self.channels_last else x
+
+    def tensor(self, obs: Any) -> Any:
+        """:meth:`Agent.tensor`, keeping float64 observations for the statistics, which normalize in float64.
+
+        A normalized agent's frame stack holds float64 (:class:`~rlwrappers.studies.recipe.EnvRecipe`), so that
+        its padding is the statistics' exact mean; the network still reads float32.
+        """
+        if self.normalization is not None and getattr(obs, "dtype", None) == np.float64:
+            return require("torch").as_tensor(obs)
+        return super().tensor(obs)
 
     def outputs(self, x: torch.Tensor) -> Outputs:
         """Logits and values (PPO, A2C), q-values (DQN), or the action and its log-std (SAC, TD3), on the CPU."""
@@ -164,7 +197,7 @@ class SB3Agent(Agent):
 
     def _network(self, x: torch.Tensor, *, values: bool) -> Outputs:
         """:meth:`_outputs` on the policy's device."""
-        policy, x = self.policy, self.policy_input(x if self._on_cpu else x.to(self.device))
+        policy, x = self.policy, self.policy_input(x if self._on_cpu else _to(x, self.device))
         if self.kind == "actor_critic":
             features = policy.extract_features(x)
             pi_features, vf_features = (features, features) if policy.share_features_extractor else features
@@ -190,7 +223,7 @@ class SB3Agent(Agent):
         with torch.no_grad():
             if self.kind == "sac" and not self.deterministic:
                 assert rng is not None
-                x = self.policy_input(self.tensor(obs).to(self.device))
+                x = self.policy_input(_to(self.tensor(obs), self.device))
                 mean, log_std, _ = self.policy.actor.get_action_dist_params(x)
                 mean_np, std_np = mean.cpu().numpy(), log_std.exp().cpu().numpy()
                 squashed = np.tanh(mean_np + std_np * rng.standard_normal(mean_np.shape).astype(np.float32))
@@ -233,6 +266,27 @@ def _softmax(scores: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
     z = scores.astype(np.float64) - scores.max(axis=-1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=-1, keepdims=True)
+
+
+def _to(x: Any, device: Any) -> Any:
+    """A tensor, or a dict of them, on ``device``."""
+    return {key: value.to(device) for key, value in x.items()} if isinstance(x, dict) else x.to(device)
+
+
+def _channel_last_keys(space: gym.Space[Any], policy_space: gym.spaces.Dict) -> tuple[str, ...]:
+    """The entries of a Dict space that are channel-last layouts of the policy's; the others must match it."""
+    if not isinstance(space, gym.spaces.Dict) or set(space.spaces) != set(policy_space.spaces):
+        raise IncompatibleSpace(f"`observation_space` {space} does not have the keys of the policy's {policy_space}")
+    keys = []
+    for key, own in policy_space.spaces.items():
+        if space[key].shape == own.shape:
+            continue
+        if not _is_channel_last_of(space[key], own):
+            raise IncompatibleSpace(
+                f"`observation_space[{key!r}]` {space[key]} is neither the policy's {own} nor its channel-last layout"
+            )
+        keys.append(key)
+    return tuple(keys)
 
 
 def _is_channel_last_of(space: gym.Space[Any], channel_first: gym.Space[Any]) -> bool:

@@ -17,6 +17,7 @@ The adapters to it are in :mod:`rlwrappers.agents.adapters`.
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,9 @@ from rlwrappers.error import IncompatibleSpace, InvalidArgument, NotDifferentiab
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["Agent", "Outputs", "check_compatible", "fits"]
+    from rlwrappers.agents.training import Training
+
+__all__ = ["Agent", "Outputs", "check_compatible", "fits", "stack_observations"]
 
 
 @dataclass(frozen=True)
@@ -79,16 +82,24 @@ class Agent(abc.ABC):
         observation_space: the space of one observation the agent accepts.
         action_space: the space of one action it returns.
         deterministic: whether :meth:`act` is a function of the observation alone.
+        training: what the agent was trained behind that its env must rebuild (env wrappers, frame stack),
+            when the files it was read from say (:mod:`rlwrappers.agents.rl_zoo`); None otherwise.
     """
 
     observation_space: gym.Space[Any]
     action_space: gym.Space[Any]
     deterministic: bool
+    training: Training | None = None
 
-    def act(self, obs: NDArray[Any], rng: np.random.Generator | None = None) -> NDArray[Any]:
-        """The actions for a batch of observations (leading axis); ``rng`` is required when stochastic."""
+    def act(self, obs: Any, rng: np.random.Generator | None = None) -> NDArray[Any]:
+        """The actions for a batch of observations (leading axis); ``rng`` is required when stochastic.
+
+        A batch of Dict observations is a dict of batches, one per key (:func:`stack_observations` makes one).
+        """
         if not self.deterministic and rng is None:
             raise InvalidArgument(f"`rng` is required: {self} samples its actions, received rng=None")
+        if isinstance(self.observation_space, gym.spaces.Dict):
+            return self._act(self._checked_dict(obs), rng)
         obs = np.asarray(obs)
         shape = self.observation_space.shape
         if shape is not None and obs.shape[1:] != shape:
@@ -98,12 +109,29 @@ class Agent(abc.ABC):
             )
         return self._act(obs, rng)
 
+    def _checked_dict(self, obs: Any) -> dict[str, NDArray[Any]]:
+        """A batch of Dict observations with the keys and shapes of the agent's space."""
+        space = self.observation_space
+        assert isinstance(space, gym.spaces.Dict)
+        if not isinstance(obs, Mapping) or set(obs) != set(space.spaces):
+            got = sorted(obs) if isinstance(obs, Mapping) else type(obs).__name__
+            raise InvalidArgument(f"`obs` must be a dict of batches with keys {sorted(space.spaces)}, received {got}")
+        batch = {key: np.asarray(obs[key]) for key in space.spaces}
+        for key, value in batch.items():
+            shape = space[key].shape
+            if shape is not None and value.shape[1:] != shape:
+                raise InvalidArgument(
+                    f"`obs[{key!r}]` must be a batch of shape (n, *{shape}), received shape {value.shape};"
+                    " use act_one for a single observation"
+                )
+        return batch
+
     @abc.abstractmethod
-    def _act(self, obs: NDArray[Any], rng: np.random.Generator | None) -> NDArray[Any]: ...
+    def _act(self, obs: Any, rng: np.random.Generator | None) -> NDArray[Any]: ...
 
     def act_one(self, obs: Any, rng: np.random.Generator | None = None) -> Any:
         """The action for a single observation."""
-        return self.act(np.asarray(obs)[None], rng)[0]
+        return self.act(stack_observations([obs]), rng)[0]
 
     def outputs(self, x: torch.Tensor) -> Outputs:
         """The network's outputs for ``x``, a float tensor batch in observation units; differentiable."""
@@ -113,9 +141,11 @@ class Agent(abc.ABC):
         """The tensors that decide the agent's actions, by name (empty if it has none)."""
         return {}
 
-    def tensor(self, obs: NDArray[Any]) -> torch.Tensor:
-        """A batch of observations as the float32 tensor :meth:`outputs` takes."""
+    def tensor(self, obs: Any) -> Any:
+        """A batch of observations as the float32 tensor :meth:`outputs` takes (a dict of them for a Dict batch)."""
         torch = require("torch", purpose="agent networks")
+        if isinstance(obs, Mapping):
+            return {key: torch.as_tensor(np.asarray(value), dtype=torch.float32) for key, value in obs.items()}
         return torch.as_tensor(np.asarray(obs), dtype=torch.float32)
 
     def __str__(self) -> str:
@@ -130,6 +160,16 @@ def check_compatible(agent: Agent, env: gym.Env[Any, Any]) -> None:
             raise IncompatibleSpace(f"the agent's {name} {mine} does not match the env's {theirs}")
 
 
+def stack_observations(observations: Sequence[Any]) -> Any:
+    """Single observations as one batch: an array with a leading axis, or for Dict observations a dict of them."""
+    first = observations[0]
+    if isinstance(first, Mapping):
+        return {key: stack_observations([o[key] for o in observations]) for key in first}
+    if len(observations) == 1:
+        return np.asarray(first)[None]
+    return np.stack([np.asarray(o) for o in observations])
+
+
 def fits(agent_space: gym.Space[Any], env_space: gym.Space[Any]) -> bool:
     """Whether an agent with ``agent_space`` can act in an env with ``env_space``: the same kind and shape."""
     if isinstance(agent_space, gym.spaces.Discrete) and isinstance(env_space, gym.spaces.Discrete):
@@ -137,4 +177,8 @@ def fits(agent_space: gym.Space[Any], env_space: gym.Space[Any]) -> bool:
     if isinstance(agent_space, gym.spaces.Box) and isinstance(env_space, gym.spaces.Box):
         # Bounds may differ (an agent trained under widened noise bounds still fits); shapes may not.
         return agent_space.shape == env_space.shape
+    if isinstance(agent_space, gym.spaces.Dict) and isinstance(env_space, gym.spaces.Dict):
+        return set(agent_space.spaces) == set(env_space.spaces) and all(
+            fits(space, env_space[key]) for key, space in agent_space.spaces.items()
+        )
     return bool(agent_space == env_space)

@@ -31,11 +31,14 @@ from pathlib import Path
 from typing import Any, Final
 
 import gymnasium as gym
+import numpy as np
 
 from rlwrappers._optional import require
 from rlwrappers.agents import Agent, SB3Agent, load_sb3
-from rlwrappers.agents.files import check_device
-from rlwrappers.error import InvalidArgument, InvalidType, MissingFile
+from rlwrappers.agents.files import check_device, load_script, warn_untrusted
+from rlwrappers.agents.rl_zoo import AgentFiles, read_training
+from rlwrappers.agents.training import Normalization, Training
+from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType, MissingFile
 from rlwrappers.zoo.cards import find_card, read_cards
 from rlwrappers.zoo.teams import load_team
 
@@ -87,42 +90,67 @@ def load_agent(
     *,
     seed: int | None = None,
     observation_space: gym.Space[Any] | None = None,
+    action_space: gym.Space[Any] | None = None,
     deterministic: bool = True,
     trusted: bool = False,
     device: str = "cpu",
+    best: bool = False,
+    raw_observations: bool = False,
 ) -> Agent:
-    """An agent from the zoo by name, or from an SB3 ``.zip`` file.
+    """An agent from the zoo by name, from RL Zoo's folders or an SB3 ``.zip``, or from a Python file.
 
     A zoo name may end in ``@k`` to pick training seed ``k`` (``"ppo-CartPole-v1@2"``), or take ``seed=k``;
-    the default is seed 0. A zoo agent loads its weights without running code. An SB3 zip is unpickled, which
-    runs code stored in the file: load only files you trust (:func:`rlwrappers.agents.load_sb3`).
+    the default is seed 0. A zoo agent loads its weights without running code. A folder of the same name as a
+    zoo agent (a published agent's, say) is taken for the folder, unless a seed is given.
+
+    An RL Zoo run folder (``logs/ppo/CartPole-v1_1``), a folder in the flat layout of RL Zoo's published agents, or
+    an SB3 zip loads with what it was trained behind (:func:`rlwrappers.agents.rl_zoo.read_training`): its
+    ``VecNormalize`` statistics become the agent's input step, and the rest (env wrappers, frame stack) is on
+    the agent's :attr:`~rlwrappers.agents.SB3Agent.training` for the evaluation to build its env with. Reading
+    these files unpickles them, which runs code stored in them: load only files you trust
+    (:func:`rlwrappers.agents.load_sb3`).
+
+    ``"path/to/file.py:make_agent"`` runs the file and returns ``make_agent(observation_space, action_space)``,
+    an Agent (a CleanRL network in a :class:`~rlwrappers.agents.TorchAgent`, for instance;
+    :func:`rlwrappers.agents.files.load_script`).
 
     Args:
-        source: a zoo name (``rlwrappers list agents`` shows them), or the path of an SB3 zip.
+        source: a zoo name (``rlwrappers list agents`` shows them), an RL Zoo folder, an SB3 zip, or
+            ``FILE.py:FUNCTION``.
         seed: the zoo agent's training seed.
-        observation_space: the env's observation space, for SB3 image agents trained on channel-first input.
-        deterministic: act greedily.
-        trusted: say that an SB3 zip is trusted, which silences its warning (zoo agents never warn).
+        observation_space: the env's observation space (as the agent sees it, frame stack included): SB3 image
+            agents trained on channel-first input transpose it, and a Python file's function receives it.
+        action_space: the env's action space, for a Python file's function.
+        deterministic: act greedily (an agent made by a Python file keeps its own).
+        trusted: say that the files are trusted, which silences their warning (zoo agents never warn).
         device: where the network runs, a torch device such as "cpu" or "cuda" (it must be there); actions
             and outputs come back on the CPU either way.
+        best: RL Zoo's ``best_model.zip`` of a run folder instead of its final model (with the final statistics).
+        raw_observations: play an SB3 agent on raw observations even where ``VecNormalize`` statistics are found.
 
     Raises:
-        UnknownName: ``source`` is neither a zoo name nor a ``.zip`` path (with a suggestion).
-        MissingFile: the zip, or the zoo agent's weights, are missing.
+        UnknownName: ``source`` is neither a zoo name nor a file or folder (with a suggestion).
+        MissingFile: the file, or the zoo agent's weights, are missing.
     """
     if not isinstance(source, (str, os.PathLike)):
         raise InvalidType(f"`agent` must be a zoo name or a file path, received {source!r}")
+    for name, flag in (("best", best), ("raw_observations", raw_observations)):
+        if not isinstance(flag, bool):
+            raise InvalidType(f"`{name}` must be a bool, received {flag!r}")
+    script, colon, function = str(source).rpartition(":")
+    if colon and script.endswith(".py"):
+        return load_script(script, function, observation_space, action_space, trusted=trusted)
     path = Path(source)
-    if path.suffix == ".zip":
+    if isinstance(source, AgentFiles):
+        best, raw_observations = best or source.best, raw_observations or source.raw_observations
+    if path.suffix == ".zip" or (path.is_dir() and seed is None):  # a seed names a zoo agent, as NAME@SEED does
         if seed is not None:
             raise InvalidArgument(f"`seed` applies to zoo agents only, and {str(source)!r} is a file")
-        return load_sb3(
-            path, observation_space=observation_space, deterministic=deterministic, trusted=trusted, device=device
-        )
-    if path.is_dir():
-        raise InvalidArgument(_not_an_agent_folder(path))
-    if path.exists():
-        raise InvalidArgument(f"`agent` {str(source)!r} is a file but not an SB3 .zip")
+        return _trained_agent(path, observation_space, deterministic, trusted, device, best, raw_observations)
+    if path.is_file():
+        raise InvalidArgument(f"`agent` {str(source)!r} is a file but neither an SB3 .zip nor FILE.py:FUNCTION")
+    if best or raw_observations:
+        raise InvalidArgument(f"`best` and `raw_observations` apply to RL Zoo folders and zips, not {str(source)!r}")
     name, at, given = str(source).partition("@")
     if at and not given.isdigit():
         raise InvalidArgument(f"`agent` {str(source)!r}: the part after '@' must be a training seed")
@@ -131,18 +159,47 @@ def load_agent(
     return _zoo_agent(name, int(given) if at else 0 if seed is None else seed, deterministic, check_device(device))
 
 
-def _not_an_agent_folder(folder: Path) -> str:
-    """Why a folder given as an agent is not one, and the files in it (or one level down) that may be."""
-    zips = sorted(str(p) for p in (*folder.glob("*.zip"), *folder.glob("*/*.zip")))
-    if not zips:
-        found = "found none"
-    else:
-        shown = ", ".join(repr(z) for z in zips[:5]) + (f" and {len(zips) - 5} more" if len(zips) > 5 else "")
-        found = f"found {shown}: pass one of them as the agent"
-    return (
-        f"`agent` {str(folder)!r} is a folder, not an agent: rlwrappers loads a zoo name or an SB3 .zip file."
-        f" It looked for .zip files in the folder and in its subfolders, and {found}"
+def _trained_agent(
+    path: Path,
+    observation_space: gym.Space[Any] | None,
+    deterministic: bool,
+    trusted: bool,
+    device: str,
+    best: bool,
+    raw_observations: bool,
+) -> SB3Agent:
+    """The SB3 agent of an RL Zoo folder or a zip, with its statistics and what it was trained behind."""
+    if path.is_dir() and not trusted:
+        warn_untrusted(path, "reads RL Zoo's YAML files and pickles, which runs code stored in them")
+    training = read_training(path, best=best, raw_observations=raw_observations)
+    agent = load_sb3(
+        training.model, observation_space=observation_space, deterministic=deterministic, trusted=trusted, device=device
     )
+    normalization = training.normalization
+    if normalization is not None and training.frame_stack:
+        normalization = normalization.stacked(training.frame_stack, _stack_axis(normalization, agent, training))
+    agent.normalization = normalization
+    agent.training = training
+    return agent
+
+
+def _stack_axis(normalization: Normalization, agent: SB3Agent, training: Training) -> int:
+    """The axis along which frames of the statistics' shape stack to the agent's observations."""
+    single, stacked = np.shape(normalization.mean), agent.observation_space.shape or ()
+    frames = training.frame_stack
+    axes = [
+        k
+        for k in range(len(single))
+        if len(stacked) == len(single)
+        and stacked[k] == single[k] * frames
+        and all(stacked[j] == single[j] for j in range(len(single)) if j != k)
+    ]
+    if not axes:
+        raise IncompatibleSpace(
+            f"the statistics of {training.model!r} have shape {single}, and {frames} stacked frames of it"
+            f" cannot make the agent's observations of shape {stacked}"
+        )
+    return axes[-1]
 
 
 def _zoo_agent(name: str, seed: int, deterministic: bool, device: str = "cpu") -> SB3Agent:
