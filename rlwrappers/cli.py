@@ -151,18 +151,37 @@ def _list_sets() -> None:
                 print(f"  {'':<24} dead zone: {dim} from {low:g} to {high:g} changes nothing")
 
 
-def _agents(values: Sequence[str]) -> Any:
-    """``--agent`` values: one source, or several, each ``NAME=SOURCE`` or a source named by its stem."""
+def _agents(values: Sequence[str], args: argparse.Namespace | None = None) -> Any:
+    """``--agent`` values: one source, or several, each ``NAME=SOURCE`` or a source named by its stem.
+
+    With ``--best-model`` or ``--raw-observations``, RL Zoo folders and zips carry the option
+    (:class:`~rlwrappers.agents.rl_zoo.AgentFiles`).
+    """
     if len(values) == 1 and "=" not in values[0]:
-        return values[0]
-    named: dict[str, str] = {}
+        return _files(values[0], args)
+    named: dict[str, Any] = {}
     for value in values:
         name, _, source = value.rpartition("=")
         name = name or (Path(source).stem if source.endswith(".zip") else source)
         if name in named:
             raise InvalidArgument(f"--agent names must differ; {name!r} is given twice (write NAME=SOURCE)")
-        named[name] = source
+        named[name] = _files(source, args)
     return named
+
+
+def _files(source: str, args: argparse.Namespace | None) -> Any:
+    """``source``, as :class:`~rlwrappers.agents.rl_zoo.AgentFiles` when an option for RL Zoo's files is given."""
+    best, raw = (getattr(args, "best_model", False), getattr(args, "raw_observations", False))
+    if not (best or raw):
+        return source
+    path = Path(source)
+    if not (path.suffix == ".zip" or path.is_dir()):
+        raise InvalidArgument(
+            f"--best-model and --raw-observations apply to RL Zoo folders and SB3 zips, not {source!r}"
+        )
+    from rlwrappers.agents.rl_zoo import AgentFiles
+
+    return AgentFiles(source, best=best, raw_observations=raw)
 
 
 def _env_setup(args: argparse.Namespace) -> EnvSetup:
@@ -170,15 +189,19 @@ def _env_setup(args: argparse.Namespace) -> EnvSetup:
     if not args.atari:
         if args.placement != "raw":
             raise InvalidArgument("--placement applies only with --atari (the preprocessing it places shifts in)")
-        return EnvSetup(lives_as_episodes=args.lives_as_episodes)
+        return EnvSetup(lives_as_episodes=args.lives_as_episodes, other_env=args.other_env)
     import ale_py
 
     from rlwrappers.wrappers.atari import atari_wrapper
 
     gym.register_envs(ale_py)
-    if args.placement == "raw":
-        return EnvSetup(outer_wrappers=[atari_wrapper], lives_as_episodes=args.lives_as_episodes)
-    return EnvSetup(wrappers=[atari_wrapper], lives_as_episodes=args.lives_as_episodes)
+    raw = args.placement == "raw"
+    return EnvSetup(
+        wrappers=[] if raw else [atari_wrapper],
+        outer_wrappers=[atari_wrapper] if raw else [],
+        lives_as_episodes=args.lives_as_episodes,
+        other_env=args.other_env,
+    )
 
 
 def _run_options(args: argparse.Namespace, seeds: int = SEEDS) -> dict[str, Any]:
@@ -188,7 +211,7 @@ def _run_options(args: argparse.Namespace, seeds: int = SEEDS) -> dict[str, Any]
         "seeds": args.seed_list if args.seed_list else args.seeds if args.seeds is not None else seeds,
         "out": args.out,
         "deterministic": not args.stochastic,
-        "probe": args.probe if args.probe is not None else 0 if _parallel(args.env) else PROBE,
+        "probe": args.probe if args.probe is not None else 0 if args.env and _parallel(args.env) else PROBE,
         "env": _env_setup(args),
         "execution": Execution(backend=args.backend, workers=args.workers, progress=not args.quiet),
     }
@@ -217,9 +240,12 @@ def _outside(values: Sequence[str] | None) -> dict[str, str] | None:
 
 def _finish(result: Any, args: argparse.Namespace) -> int:
     """Prints the tables and writes the report of a finished run."""
+    from rlwrappers.agents.training import describe
     from rlwrappers.report.evaluation import write_report
     from rlwrappers.report.tables import format_table
 
+    for name, record in result.request.get("agent_preprocessing", {}).items():
+        print(f"Agent {name}: {describe(record)}")
     print(format_table(result.summary()))
     _protocol_statements(result, args.aggregate)
     if not args.no_report:
@@ -306,7 +332,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     seeds = shift_impact.SEEDS if timing != Timing() else SEEDS
     options = _run_options(args, seeds)
     result = rw.evaluate(
-        _agents(args.agent), args.env, args.shift, when=when, outside=_outside(args.outside), timing=timing, **options
+        _agents(args.agent, args),
+        args.env,
+        args.shift,
+        when=when,
+        outside=_outside(args.outside),
+        timing=timing,
+        **options,
     )
     return _finish(result, args)
 
@@ -321,7 +353,7 @@ def _sweep(args: argparse.Namespace) -> int:
         except ValueError:
             raise InvalidArgument(f"--values must be numbers separated by commas, received {args.values!r}") from None
     options = _run_options(args)
-    result = sweep(_agents(args.agent), args.env, args.shift, args.param, values, **options)
+    result = sweep(_agents(args.agent, args), args.env, args.shift, args.param, values, **options)
     return _finish(result, args)
 
 
@@ -372,7 +404,7 @@ def _card(args: argparse.Namespace) -> int:
 
     families = args.families.split(",") if args.families else None
     record = robustness_card(
-        args.agent,
+        _files(args.agent, args),
         args.env,
         out=args.out,
         families=families,
@@ -408,6 +440,7 @@ def _demo(args: argparse.Namespace) -> int:
     args.no_report, args.probe, args.atari, args.placement = False, 0, False, "raw"
     args.min_score, args.lpips_weights, args.aggregate = None, None, "mean"
     args.shift_at_episode, args.play_pre_shift, args.observational, args.outside = None, False, None, None
+    args.best_model, args.raw_observations, args.other_env = False, False, False
     return _evaluate(args)
 
 
@@ -434,15 +467,18 @@ def _report(args: argparse.Namespace) -> int:
 PARTIAL: Final = 3
 
 
-def _run_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments ``evaluate`` and ``sweep`` share."""
-    parser.add_argument("--env", required=True, help="a Gymnasium ID, e.g. CartPole-v1")
+def _run_arguments(parser: argparse.ArgumentParser, *, trained_env: bool = False) -> None:
+    """The arguments ``evaluate`` and ``sweep`` share; ``trained_env`` lets ``--env`` default to the agent's."""
+    if trained_env:
+        parser.add_argument(
+            "--env", help="a Gymnasium ID, e.g. CartPole-v1 (default: the env the agent's RL Zoo files name)"
+        )
+    else:
+        parser.add_argument("--env", required=True, help="a Gymnasium ID, e.g. CartPole-v1")
     parser.add_argument(
-        "--agent",
-        required=True,
-        action="append",
-        help="a zoo name (NAME or NAME@SEED) or the path of an SB3 .zip; repeat as NAME=SOURCE to compare agents",
+        "--agent", required=True, action="append", help=f"{AGENT_HELP}; repeat as NAME=SOURCE to compare"
     )
+    _agent_file_arguments(parser)
     parser.add_argument("--episodes", type=int, default=10, help="episodes per run (default: 10)")
     parser.add_argument(
         "--seeds",
@@ -474,6 +510,32 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("local", "ray"), default="local", help="where runs go (default: local)")
     parser.add_argument("--workers", type=int, default=None, help="parallel runs (default: CPU cores)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+#: What ``--agent`` takes.
+AGENT_HELP: Final = (
+    "a zoo name (NAME or NAME@SEED), an RL Zoo run folder (logs/ALGO/ENV_N) or published agent's folder, an SB3"
+    " .zip, or FILE.py:FUNCTION (a function of the env's spaces returning an Agent)"
+)
+
+
+def _agent_file_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of agents read from RL Zoo's files and SB3 zips."""
+    parser.add_argument(
+        "--best-model",
+        action="store_true",
+        help="RL Zoo run folders: play best_model.zip (with the run's final statistics) instead of ENV.zip",
+    )
+    parser.add_argument(
+        "--raw-observations",
+        action="store_true",
+        help="play RL Zoo and SB3 agents on raw observations, even where VecNormalize statistics are found",
+    )
+    parser.add_argument(
+        "--other-env",
+        action="store_true",
+        help="play agents whose RL Zoo files name another base env than --env (their spaces must still fit)",
+    )
 
 
 def _report_arguments(parser: argparse.ArgumentParser, *, skippable: bool = True) -> None:
@@ -691,7 +753,7 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         + TRUST,
         formatter_class=raw,
     )
-    _run_arguments(evaluate)
+    _run_arguments(evaluate, trained_env=True)
     evaluate.add_argument(
         "--shift",
         action="append",
@@ -813,7 +875,8 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         formatter_class=raw,
     )
     card.add_argument("--env", help="an env with a ladder, e.g. CartPole-v1")
-    card.add_argument("--agent", help="a zoo name (NAME or NAME@SEED) or the path of an SB3 .zip")
+    card.add_argument("--agent", help=AGENT_HELP)
+    _agent_file_arguments(card)
     card.add_argument("--out", required=True, help="the card's folder (with --compare: the leaderboard's)")
     card.add_argument("--families", help="only these families, separated by commas (the card then has no rating)")
     card.add_argument("--seeds", type=int, default=5, help="seeds per arm (default: 5)")

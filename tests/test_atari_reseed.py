@@ -10,8 +10,8 @@ import pytest
 
 from rlwrappers.error import InvalidArgument
 from rlwrappers.ladders import calibration
-from rlwrappers.studies import arms
 from rlwrappers.studies.design import BASELINE, Settings, Stack
+from rlwrappers.studies.recipe import EnvRecipe
 from rlwrappers.wrappers.atari import ReseedWithoutReload, atari_wrapper, without_reloads
 
 ale_py = pytest.importorskip("ale_py")
@@ -118,7 +118,7 @@ def layers(env: gym.Env[Any, Any]) -> list[str]:
 def test_evaluations_and_calibrations_reseed_atari_envs_without_reloads_and_leave_others_alone() -> None:
     def arm(env_id: str) -> gym.Env[Any, Any]:
         settings = Settings(env_id, {}, {}, episodes=1, deterministic=True, lives_as_episodes=False)
-        return arms.make_env(settings, BASELINE, Stack())[0]
+        return EnvRecipe.of(settings, BASELINE, Stack()).build()[0]
 
     assert "ReseedWithoutReload" in layers(arm("BreakoutNoFrameskip-v4"))
     assert "ReseedWithoutReload" in layers(calibration.make_env("BreakoutNoFrameskip-v4"))

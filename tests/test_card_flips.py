@@ -11,6 +11,7 @@ import rlwrappers as rw
 from rlwrappers.ladders import Arm
 from rlwrappers.studies.design import Stack
 from rlwrappers.studies.flips import BOX_FLIP, PER_SEED, STRIDE, flip_rates
+from rlwrappers.studies.recipe import EnvRecipe
 
 
 def _evaluate(agent: str, env_id: str, arms: list[Arm], out: Path) -> rw.Evaluation:
@@ -66,12 +67,12 @@ def test_the_states_are_every_stride_th_of_the_first_clean_episode(tmp_path: Pat
 
 def test_a_replayed_episode_that_strays_from_its_log_is_refused(tmp_path: Path) -> None:
     from rlwrappers.error import LogError
-    from rlwrappers.studies.arms import make_env, replay
+    from rlwrappers.studies.arms import replay
     from rlwrappers.studies.design import BASELINE, episode_seed
 
     evaluation = _evaluate("ppo-CartPole-v1", "CartPole-v1", [], tmp_path)
     path, steps = evaluation.logged_episode(BASELINE, 1, 0)
-    env, _ = make_env(evaluation.settings, BASELINE, Stack())
+    env, _ = EnvRecipe.of(evaluation.settings, BASELINE, Stack()).build()
     played = list(replay(env, steps, episode_seed(1, 0), path))
     assert len(played) == len(steps) and np.array_equal(played[0], env.reset(seed=episode_seed(1, 0))[0])
     bad = steps.copy()

@@ -176,7 +176,7 @@ CARTPOLE = ["evaluate", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1"]
         (["evaluate", "--env", "Pendulum-v1", "--agent", "ppo-CartPole-v1"], "does not match"),
         (["evaluate", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1", "--shift", "obs_noise(std=-1)"], "`std`"),
         (["evaluate", "--env", "CartPole-v1", "--agent", "nowhere/agent.zip"], "does not exist"),
-        (["evaluate", "--env", "CartPole-v1", "--agent", "."], "`agent` '.' is a folder, not an agent"),
+        (["evaluate", "--env", "CartPole-v1", "--agent", "."], "'.' is a folder but neither an RL Zoo run"),
         (["report", "."], "no rlwrappers evaluation"),
         ([*CARTPOLE, "--shift-at-episode", "x"], "episode number"),
         ([*CARTPOLE, "--play-pre-shift"], "--shift-at-episode"),

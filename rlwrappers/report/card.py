@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from rlwrappers._optional import require
+from rlwrappers.agents.training import describe
 from rlwrappers.error import InvalidArgument, InvalidType, MissingFile
 from rlwrappers.metrics.card import STAR_THRESHOLDS, TOLERATED
 from rlwrappers.report.html import figures_html, html_page
@@ -508,6 +509,7 @@ def _facts_html(record: Mapping[str, Any]) -> str:
         ("source", f"<code>{_e(agent['source'])}</code>"),
         ("SHA-256", f"<code>{_e(agent['sha256'])}</code>" if agent["sha256"] else "n/a"),
         ("detail", _e(agent["detail"])),
+        *((("played behind", _e(describe(record["agent_preprocessing"]))),) if "agent_preprocessing" in record else ()),
         ("env", f"<code>{_e(record['env_id'])}</code>"),
         ("severity ladder", f"<code>{_e(record['ladder'])}</code> (cards compare only within one ladder and one env)"),
         ("rlwrappers", _e(record["package_version"])),

@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlwrappers import agents as agents_module
-from rlwrappers.core import attach, wrap
+from rlwrappers.core import attach
 from rlwrappers.error import LogError
 from rlwrappers.logs import Recorder
 from rlwrappers.studies.design import (
@@ -31,71 +31,33 @@ from rlwrappers.studies.design import (
     agent_generator,
     episode_seed,
     index_row,
-    on_agent_input,
-    on_base_env,
 )
-from rlwrappers.wrappers.atari import LivesAsEpisodes, without_reloads
+from rlwrappers.studies.recipe import EnvRecipe
 from rlwrappers.zoo import load_agent
 
-__all__ = ["Play", "Request", "make_env", "play", "resolve_agent", "run"]
+__all__ = ["Play", "Request", "play", "replay", "resolve_agent", "run"]
 
 #: The agents each worker process has loaded, by source and mode: a name or path is loaded once per process.
 _WORKER_AGENTS: dict[str, agents_module.Agent] = {}
 
 
 def resolve_agent(agent: Any, settings: Settings, env: gym.Env[Any, Any]) -> agents_module.Agent:
-    """The agent as an Agent; names and paths are loaded once per process."""
+    """The agent as an Agent for ``env``; names and paths are loaded once per process (and env spaces)."""
     if isinstance(agent, (str, os.PathLike)):
-        key = f"{agent}|{settings.deterministic}"
+        key = f"{agent!r}|{settings.deterministic}|{env.observation_space}|{env.action_space}"
         if key not in _WORKER_AGENTS:
-            _WORKER_AGENTS[key] = load_agent(agent, deterministic=settings.deterministic)
+            _WORKER_AGENTS[key] = load_agent(
+                agent,
+                deterministic=settings.deterministic,
+                observation_space=env.observation_space,
+                action_space=env.action_space,
+            )
         return _WORKER_AGENTS[key]
     if isinstance(agent, agents_module.Agent):
         return agent  # an Agent keeps its own `deterministic`
     if type(agent).__module__.startswith("stable_baselines3"):
         return agents_module.adapt(agent, env.observation_space, deterministic=settings.deterministic)
     return agents_module.adapt(agent, env.observation_space, env.action_space)
-
-
-def make_env(
-    settings: Settings, shift: str, stack: Stack, *, always: bool = False, first_episode: int = 0
-) -> tuple[gym.Env[Any, Any], LivesAsEpisodes | None]:
-    """The env of one arm, and its :class:`LivesAsEpisodes` layer when lives count as episodes.
-
-    Without ``over`` wrappers, lives are counted under the shift, so a shift's schedule counts lives; with
-    them, above the preprocessing (which must see whole games), so a shift under it counts games.
-    ``always`` makes the shift act at every step, whatever its schedule; ``first_episode`` is the arm's
-    first episode (:meth:`Settings.entries`). Under ``under`` wrappers, a perturbation that renders the
-    observation of a state it changed sits on the base env, where its schedule counts the base env's own steps
-    (an Atari frame) and episodes (a game).
-    """
-    if always:
-        entries = [{**e, "when": "always"} for e in settings.shifts.get(shift, [])]
-    else:
-        entries = settings.entries(shift, first_episode)
-    env = without_reloads(gym.make(settings.env_id, **settings.env_kwargs))  # a seeded reset loads no ROM
-    if stack.under:  # what renders the observation of a state it changed goes under the env's own wrappers
-        at_base = [on_base_env(e) for e in entries]
-        if any(at_base):
-            env = wrap(env, *(e for e, base in zip(entries, at_base, strict=True) if base))
-            entries = [e for e, base in zip(entries, at_base, strict=True) if not base]
-    for wrapper in stack.under:
-        env = wrapper(env)
-    lives = None
-    if settings.lives_as_episodes and not stack.over:
-        env = lives = LivesAsEpisodes(env)
-    on_input = [on_agent_input(e) for e in entries]
-    below = [e for e, top in zip(entries, on_input, strict=True) if not top]
-    if below:
-        env = wrap(env, *below)
-    for wrapper in stack.over:
-        env = wrapper(env)
-    if settings.lives_as_episodes and stack.over:
-        env = lives = LivesAsEpisodes(env)
-    above = [e for e, top in zip(entries, on_input, strict=True) if top]
-    if above:
-        env = wrap(env, *above)
-    return env, lives
 
 
 def replay(env: gym.Env[Any, Any], steps: Any, seed: int, where: str) -> Iterator[Any]:
@@ -140,7 +102,7 @@ def play(
     with the same agent meanwhile). Closing the coroutine early closes its log, as an interrupted run does.
     """
     start = time.time()
-    env, lives = make_env(settings, spec.shift, stack, first_episode=spec.first_episode)
+    env, lives = EnvRecipe.of(settings, spec.shift, stack, spec.agent, first_episode=spec.first_episode).build()
     actor = resolve_agent(agent, settings, env)
     if private:
         actor = copy.deepcopy(actor)
@@ -182,6 +144,6 @@ def run(spec: RunSpec, agent: Any, settings: Settings, root: str, stack: Stack =
         try:
             request = next(steps)
             while True:
-                request = steps.send(request.actor.act(request.obs[None], request.rng)[0])
+                request = steps.send(request.actor.act_one(request.obs, request.rng))
         except StopIteration as finished:
             return cast(dict[str, Any], finished.value)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rlwrappers.agents.protocol import stack_observations
 from rlwrappers.core import Entry
 from rlwrappers.error import InvalidArgument, LogError
 from rlwrappers.logs import read_log
@@ -93,17 +94,17 @@ def run_batched(
 def _actions(requests: list[arms.Request], exact: bool) -> list[Any]:
     """The action of each request: one pass each, or in fast mode one pass per deterministic agent."""
     if exact:
-        return [r.actor.act(r.obs[None], r.rng)[0] for r in requests]
+        return [r.actor.act_one(r.obs, r.rng) for r in requests]
     actions: list[Any] = [None] * len(requests)
     groups: dict[int, list[int]] = {}
     for i, r in enumerate(requests):
         if r.actor.deterministic:
             groups.setdefault(id(r.actor), []).append(i)
         else:
-            actions[i] = r.actor.act(r.obs[None], r.rng)[0]
+            actions[i] = r.actor.act_one(r.obs, r.rng)
     for rows in groups.values():
         first = requests[rows[0]]
-        batch = first.actor.act(np.stack([requests[i].obs for i in rows]), first.rng)
+        batch = first.actor.act(stack_observations([requests[i].obs for i in rows]), first.rng)
         for i, action in zip(rows, batch, strict=True):
             actions[i] = action
     return actions

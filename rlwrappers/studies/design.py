@@ -54,7 +54,6 @@ __all__ = [
     "index_row",
     "is_parallel",
     "on_agent_input",
-    "on_base_env",
     "parallel_factory",
     "parse_agents",
     "parse_seeds",
@@ -114,7 +113,11 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything a worker needs besides the agent; JSON-ready."""
+    """Everything a worker needs besides the agent; JSON-ready.
+
+    ``agent_preprocessing`` holds, per agent name, what it was trained behind and is played behind
+    (:meth:`rlwrappers.agents.training.Training.record`): its env-side wrappers, frame stack and statistics.
+    """
 
     env_id: str
     env_kwargs: dict[str, Any]
@@ -129,6 +132,18 @@ class Settings:
     observational: bool = False
     multiagent: bool = False
     outside: dict[str, str | None] = field(default_factory=dict)
+    agent_preprocessing: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def request(self, seeds: Sequence[int], version: str) -> dict[str, Any]:
+        """What ``evaluation.json`` holds: the settings, the seeds and the package's version.
+
+        ``agent_preprocessing`` is there only when some agent is played behind what it was trained behind, so
+        the files of other evaluations keep their keys.
+        """
+        fields = asdict(self)
+        if not self.agent_preprocessing:
+            del fields["agent_preprocessing"]
+        return {"rlwrappers": version, **fields, "seeds": list(seeds)}
 
     def first_episode(self, shift: str) -> int:
         """The first episode an arm plays: shifted arms of a causal run start just before the shift."""
@@ -217,7 +232,7 @@ class Stack:
     A shift acts on what the ``under`` wrappers emit. Perturbations that act on the agent's own input (those
     that need the agent: gradient attacks, parameter noise) go above the ``over`` wrappers instead, and those
     that render the observation of a state they changed (initial-state noise, interventions) on the base env,
-    below the ``under`` wrappers.
+    below the ``under`` wrappers. :class:`~rlwrappers.studies.recipe.EnvRecipe` places each.
     """
 
     under: tuple[Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]], ...] = ()
@@ -227,11 +242,6 @@ class Stack:
 def on_agent_input(entry: Mapping[str, Any]) -> bool:
     """Whether a stored perturbation acts on the agent's own input, above any preprocessing."""
     return Entry.parse(entry).perturbation.needs_agent
-
-
-def on_base_env(entry: Mapping[str, Any]) -> bool:
-    """Whether a stored perturbation renders the observation of a state it changed, so sits on the base env."""
-    return Entry.parse(entry).perturbation.observes_state
 
 
 @dataclass(frozen=True)
@@ -246,12 +256,15 @@ class EnvSetup:
             Perturbations that need the agent (gradient attacks, parameter noise) act on the agent's own input,
             above these. With ``lives_as_episodes``, lives are counted above them too.
         lives_as_episodes: count each Atari life as one episode (seed 001, Appendix C.1).
+        other_env: play agents whose RL Zoo files name another base env than the evaluation's (their spaces
+            must still fit it); without it they are refused.
     """
 
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     wrappers: Sequence[Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]] = ()
     outer_wrappers: Sequence[Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]] = ()
     lives_as_episodes: bool = False
+    other_env: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.kwargs, Mapping):
@@ -260,6 +273,7 @@ class EnvSetup:
             if isinstance(group, (str, bytes)) or not isinstance(group, Sequence) or not all(map(callable, group)):
                 raise InvalidType(f"`{name}` must be a list of callables env -> env, received {group!r}")
         _check_bool("lives_as_episodes", self.lives_as_episodes)
+        _check_bool("other_env", self.other_env)
 
     @property
     def stack(self) -> Stack:

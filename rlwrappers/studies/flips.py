@@ -29,8 +29,9 @@ from numpy.typing import NDArray
 from rlwrappers.core import Entry
 from rlwrappers.ladders import Arm
 from rlwrappers.logs import read_log
-from rlwrappers.studies.arms import make_env, replay, resolve_agent
+from rlwrappers.studies.arms import replay, resolve_agent
 from rlwrappers.studies.design import BASELINE, Stack, episode_seed
+from rlwrappers.studies.recipe import EnvRecipe
 from rlwrappers.studies.results import Evaluation
 from rlwrappers.wrappers.policy import noisy_parameters
 
@@ -59,7 +60,7 @@ def flip_rates(agent: Any, evaluation: Evaluation, arms: Sequence[Arm], stack: S
         stack: the preprocessing the evaluation's envs were built with.
     """
     settings = evaluation.settings
-    env, _ = make_env(settings, BASELINE, stack)
+    env, _ = EnvRecipe.of(settings, BASELINE, stack, evaluation.agent_name).build()
     flipped = _Flipped(env.action_space)
     out: dict[str, float] = {}
     try:

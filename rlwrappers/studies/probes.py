@@ -19,8 +19,9 @@ from numpy.typing import NDArray
 from rlwrappers.core import Entry, attach
 from rlwrappers.error import LogError
 from rlwrappers.logs.space import replace_file, writing
-from rlwrappers.studies.arms import make_env, resolve_agent
+from rlwrappers.studies.arms import resolve_agent
 from rlwrappers.studies.design import BASELINE, Settings, Stack, directory_name, episode_seed
+from rlwrappers.studies.recipe import EnvRecipe
 
 __all__ = ["PROBE_DIR", "PROBE_SEED", "PROBE_STRIDE", "Probe", "probe_path", "run_probes"]
 
@@ -108,16 +109,16 @@ def run_probes(agents: Mapping[str, Any], settings: Settings, root: Path, stack:
         for shift in settings.shifts:
             path = root / probe_path(name, shift)
             if not path.exists():
-                _probe(agent, settings, shift, stack, path)
+                _probe(agent, name, settings, shift, stack, path)
 
 
-def _probe(agent: Any, settings: Settings, shift: str, stack: Stack, path: Path) -> None:
-    """Collects ``settings.probe`` states of ``shift`` for ``agent`` (see :class:`Probe`) and saves them."""
+def _probe(agent: Any, name: str, settings: Settings, shift: str, stack: Stack, path: Path) -> None:
+    """Collects ``settings.probe`` states of ``shift`` for ``agent`` (named ``name``; see :class:`Probe`)."""
     if not _probeable(settings, shift):
         return
     plain = Settings(**{**asdict(settings), "lives_as_episodes": False})
-    clean, _ = make_env(plain, BASELINE, stack)
-    shifted, _ = make_env(plain, shift, stack, always=True)
+    clean, _ = EnvRecipe.of(plain, BASELINE, stack, name).build()
+    shifted, _ = EnvRecipe.of(plain, shift, stack, name, always=True).build()
     actor = resolve_agent(agent, plain, clean)
     attach(shifted, actor)
     rows: list[tuple[Any, ...]] = []
@@ -129,9 +130,9 @@ def _probe(agent: Any, settings: Settings, shift: str, stack: Stack, path: Path)
             other, _ = shifted.reset(seed=seed)
             step, done = 0, False
             while not done and len(rows) < settings.probe:
-                action = actor.act(obs[None], np.random.default_rng((PROBE_SEED, episode, step)))[0]
+                action = actor.act_one(obs, np.random.default_rng((PROBE_SEED, episode, step)))
                 if step % PROBE_STRIDE == 0:
-                    other_action = actor.act(other[None], np.random.default_rng((PROBE_SEED, episode, step)))[0]
+                    other_action = actor.act_one(other, np.random.default_rng((PROBE_SEED, episode, step)))
                     rows.append((obs, other, action, other_action, episode, step))
                 obs, reward, terminated, truncated, _ = clean.step(action)
                 other, other_reward, other_terminated, other_truncated, _ = shifted.step(action)

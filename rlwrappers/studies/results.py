@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from rlwrappers._optional import require
-from rlwrappers.error import LogError
+from rlwrappers.error import InvalidArgument, LogError
 from rlwrappers.logs import read_episodes, read_log
 from rlwrappers.metrics.reproducibility import reproducibility_table
 from rlwrappers.studies.design import BASELINE, INDEX_FILE, SPEC_FILE, Settings
@@ -107,9 +107,17 @@ class Evaluation:
         return bool(self.request.get("observational", False))
 
     @property
+    def agent_name(self) -> str:
+        """The name of the evaluation's one agent (a card's); :class:`InvalidArgument` when it has several."""
+        names = sorted(set(self.index["agent"]))
+        if len(names) != 1:
+            raise InvalidArgument(f"the evaluation in {str(self.path)!r} has agents {names}, not one")
+        return str(names[0])
+
+    @property
     def settings(self) -> Settings:
         """The settings the runs were played with, as the request holds them."""
-        return Settings(**{f.name: self.request[f.name] for f in fields(Settings)})
+        return Settings(**{f.name: self.request[f.name] for f in fields(Settings) if f.name in self.request})
 
     def logged_episode(self, shift: str, seed: int, episode: int) -> tuple[str, pd.DataFrame]:
         """The path of the run of (``shift``, ``seed``) and the step rows of its episode ``episode``."""

@@ -42,9 +42,10 @@ from rlwrappers.logs.reader import read_episodes, read_meta
 from rlwrappers.metrics import card as scores
 from rlwrappers.metrics import reproducibility
 from rlwrappers.spec import format_value
-from rlwrappers.studies.arms import make_env, replay, resolve_agent
+from rlwrappers.studies.arms import replay, resolve_agent
 from rlwrappers.studies.design import BACKENDS, BASELINE, EnvSetup, Execution, Stack, episode_seed
 from rlwrappers.studies.flips import flip_rates, level_flip_rates
+from rlwrappers.studies.recipe import EnvRecipe, trainings
 from rlwrappers.studies.results import Evaluation
 from rlwrappers.studies.run import evaluate
 
@@ -120,6 +121,7 @@ def robustness_card(
         shifts[RECOVERY] = ladder.recovery.entries
         shifts.update({shown.arm: shown.entries for shown in ladder.interventions})
     root = Path(out)
+    _check_preprocessing(agent, ladder)
     setup = EnvSetup(kwargs=ladder.env_kwargs, wrappers=ladders_module.preprocessing_wrappers(ladder.preprocessing))
     started, wall = time.perf_counter(), time.time()
     evaluation = evaluate(
@@ -195,12 +197,12 @@ def episode_frames(
     """
     settings = evaluation.settings
     path, steps = evaluation.logged_episode(shift, seed, episode)
-    probe, _ = make_env(settings, shift, stack)
+    probe, _ = EnvRecipe.of(settings, shift, stack, evaluation.agent_name).build()
     image = _is_image(probe.observation_space)
     probe.close()
     if not image:
         settings = replace(settings, env_kwargs={**settings.env_kwargs, "render_mode": "rgb_array"})
-    env, _ = make_env(settings, shift, stack)
+    env, _ = EnvRecipe.of(settings, shift, stack, evaluation.agent_name).build()
     attach(env, resolve_agent(agent, settings, env))
     every = max(1, -(-len(steps) // FRAMES))
     frames = []
@@ -453,13 +455,39 @@ def _recovery(evaluation: Evaluation, recovery: ladders_module.Recovery) -> dict
     }
 
 
-def _agent_identity(agent: Any) -> dict[str, Any]:
+#: How the card's facts describe each source of RL Zoo's files.
+_SOURCES: Final = {
+    "sb3-zip": "an SB3 zip",
+    "rl-zoo-run": "an RL Zoo run",
+    "rl-zoo-published": "a published RL Zoo agent",
+}
+
+
+def _check_preprocessing(agent: Any, ladder: ladders_module.Ladder) -> None:
+    """Refuses an agent that brings env-side wrappers or a frame stack to a ladder with its own preprocessing."""
+    trained = trainings({AGENT: agent}).get(AGENT)
+    if ladder.preprocessing is None or trained is None or not (trained.env_wrappers or trained.frame_stack):
+        return
+    raise InvalidArgument(
+        f"the {ladder.env_id} ladder builds its env with the preprocessing {ladder.preprocessing!r}, and the agent"
+        f" {str(agent)!r} was trained behind its own wrappers and frame stack: one card cannot play both; grade it"
+        " with `rlwrappers evaluate` under the ladder's shifts instead"
+    )
+
+
+def _agent_identity(agent: Any, trained: Mapping[str, Any] | None) -> dict[str, Any]:
     """The agent's name, where it came from, and the SHA-256 of its weights' file where there is one."""
+    if trained is not None:
+        model = Path(trained["model"])
+        digest = hashlib.sha256(model.read_bytes()).hexdigest()
+        name = model.stem if str(agent) == str(model) or model.stem == "best_model" else str(agent)
+        return {"name": name, "source": str(agent), "sha256": digest, "detail": _SOURCES[trained["source"]]}
     if isinstance(agent, (str, os.PathLike)):
-        path = Path(agent)
-        if path.suffix == ".zip":
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            return {"name": path.stem, "source": str(agent), "sha256": digest, "detail": "an SB3 zip"}
+        script, colon, function = str(agent).rpartition(":")
+        if colon and script.endswith(".py"):
+            digest = hashlib.sha256(Path(script).read_bytes()).hexdigest()
+            detail = f"made by {function} in a Python file"
+            return {"name": str(agent), "source": str(agent), "sha256": digest, "detail": detail}
         from rlwrappers import zoo
 
         name, _, seed = str(agent).partition("@")
@@ -510,12 +538,13 @@ def _record(
         if complete and rated and len(areas) == len(entries):
             overall["stars"] = scores.overall_stars(areas)
     _, low, high = scores.paired_bootstrap([clean], lambda c: float(np.mean(c)), _generator("clean"), reps=reps)
-    return {
+    trained = evaluation.request.get("agent_preprocessing", {}).get(AGENT)
+    record = {
         "format": "rlwrappers-robustness-card",
         "format_version": 1,
         "ladder": ladder.version,
         "env_id": ladder.env_id,
-        "agent": _agent_identity(agent),
+        "agent": _agent_identity(agent, trained),
         "package_version": __version__,
         "settings": {
             "seeds": list(range(seeds)),
@@ -536,6 +565,9 @@ def _record(
         if complete
         else [],
     }
+    if trained is not None:  # only then, so that other cards keep their keys
+        record["agent_preprocessing"] = trained
+    return record
 
 
 def _intervention(

@@ -33,7 +33,7 @@ import sys
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import closing
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ from rlwrappers.studies.design import (
     parse_shifts,
 )
 from rlwrappers.studies.probes import run_probes
+from rlwrappers.studies.recipe import EnvRecipe, trained_env, trainings
 from rlwrappers.studies.results import Evaluation, open_evaluation, warn_if_not_identical
 
 __all__ = ["check_picklable", "evaluate", "run_one"]
@@ -274,7 +275,7 @@ def _finished_row(
 
 def evaluate(
     agent: Any,
-    env_id: str,
+    env_id: str | None,
     shifts: Sequence[ShiftSpec] | Mapping[str, ShiftSpec | Sequence[ShiftSpec]] = (),
     *,
     episodes: int = 10,
@@ -291,9 +292,13 @@ def evaluate(
     """Runs ``agent`` on ``env_id`` under each shift and without, over ``seeds`` x ``episodes``, writing logs.
 
     Args:
-        agent: a zoo name, an SB3 zip path (trusted files only: SB3 zips unpickle code), an SB3 model, an
-            :class:`~rlwrappers.agents.Agent`, or a dict of names to any of these to compare several agents.
-        env_id: a Gymnasium ID.
+        agent: a zoo name, an RL Zoo run folder or published agent's folder, an SB3 zip path (trusted files only:
+            they unpickle code), ``FILE.py:FUNCTION`` (a function that makes an Agent for the env's spaces), an
+            SB3 model, an :class:`~rlwrappers.agents.Agent`, or a dict of names to any of these to compare
+            several agents. An agent read from RL Zoo's files is played behind what it was trained behind (see
+            :mod:`rlwrappers.studies.recipe`), and ``evaluation.json`` says what, under ``agent_preprocessing``.
+        env_id: a Gymnasium ID; None plays the env the agents were trained on, as their RL Zoo files say. An
+            agent whose files name another base env is refused unless ``env.other_env`` is set.
         shifts: perturbation specs (each one shift, named by its text), or a dict of names to one spec or a
             list of specs applied together. The counterfactual ``"baseline"`` (no shift) is always run.
         episodes: episodes per run.
@@ -329,11 +334,11 @@ def evaluate(
         >>> sorted(result.index["shift"].unique())
         ['baseline', 'obs_noise(std=0.2)']
     """
-    if not isinstance(env_id, str):
-        raise InvalidType(f"`env_id` must be a Gymnasium ID or PettingZoo parallel env string, received {env_id!r}")
     for name, value, kind in (("env", env, EnvSetup), ("timing", timing, Timing), ("execution", execution, Execution)):
         if not isinstance(value, kind):
             raise InvalidType(f"`{name}` must be a rlwrappers.studies.{kind.__name__}, received {value!r}")
+    trained = {} if isinstance(env_id, str) and is_parallel(env_id) else trainings(agent)
+    env_id = trained_env(trained, env_id, env.other_env)
     check_counts(episodes, probe)
     stack = env.stack
     parallel = is_parallel(env_id)
@@ -367,16 +372,17 @@ def evaluate(
         observational=bool(timing.observational),
         multiagent=parallel,
         outside={g: t if isinstance(t, str) else None for g, t in (outside or {}).items()},
+        agent_preprocessing={name: training.record() for name, training in trained.items()},
     )
     run_seeds = parse_seeds(seeds)
     if parallel:
         named_agents = teams.check_teams(named_agents, outside or {}, settings, stack)
     else:
-        _check_applies(named_agents, settings, stack)
+        settings = _check_applies(named_agents, settings, stack)
     check_picklable(named_agents, stack, execution)
 
     root = Path(out)
-    request = {"rlwrappers": __version__, **asdict(settings), "seeds": run_seeds}
+    request = settings.request(run_seeds, __version__)
     specs = [
         RunSpec(
             name,
@@ -449,15 +455,27 @@ def _play(
     run_probes(agents, settings, root, stack)
 
 
-def _check_applies(agents: Mapping[str, Any], settings: Settings, stack: Stack) -> None:
-    """Builds each arm's env and fits each agent to it, so bad specs and agents fail before any run."""
+def _check_applies(agents: Mapping[str, Any], settings: Settings, stack: Stack) -> Settings:
+    """Builds each arm's env and fits each agent to it, so bad specs and agents fail before any run.
+
+    Returns the settings with the image transposition of each agent that has a preprocessing record added to it.
+    """
+    transposed = set()
     for shift in (BASELINE, *settings.shifts):
-        env, _ = arms.make_env(settings, shift, stack)
-        try:
-            for a in agents.values():
-                agents_module.check_compatible(arms.resolve_agent(a, settings, env), env)
-        finally:
-            env.close()
+        for name, a in agents.items():
+            env, _ = EnvRecipe.of(settings, shift, stack, name).build()
+            try:
+                actor = arms.resolve_agent(a, settings, env)
+                agents_module.check_compatible(actor, env)
+            finally:
+                env.close()
+            if getattr(actor, "channels_last", False) or getattr(actor, "channels_last_keys", ()):
+                transposed.add(name)
+    records = {
+        name: {**record, "transposed": True} if name in transposed else record
+        for name, record in settings.agent_preprocessing.items()
+    }
+    return replace(settings, agent_preprocessing=records)
 
 
 def _claim(root: Path, request: dict[str, Any]) -> FolderLock:
