@@ -2,13 +2,18 @@
 
 The env thunk shows where perturbations go in a CleanRL stack: Gymnasium's episode statistics below them (the
 task's true return), the perturbation layer, and an ``rw.Recorder`` outermost (what the agent experienced).
+The trained network is saved as CleanRL saves it (``OUT/agent.cleanrl_model``, a state dict), and
+:func:`make_agent` loads it for rlwrappers' command line:
 
     python examples/cleanrl_ppo_cartpole.py --total-timesteps 50000
+    CLEANRL_MODEL=runs/cleanrl_ppo/agent.cleanrl_model rlwrappers evaluate --env CartPole-v1 \
+        --agent examples/cleanrl_ppo_cartpole.py:make_agent --shift "obs_noise(std=0.1)" --out runs/cleanrl-eval
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -21,7 +26,11 @@ import torch.nn as nn
 from torch.distributions.categorical import Categorical
 
 import rlwrappers as rw
+from rlwrappers.agents import TorchAgent
 from rlwrappers.logs import Log
+
+#: The file the trained network is saved to, in ``Args.out``.
+MODEL_FILE = "agent.cleanrl_model"
 
 
 @dataclass
@@ -101,6 +110,28 @@ class Agent(nn.Module):
         if action is None:
             action = probs.sample()
         return action, probs.log_prob(action), probs.entropy(), self.critic(x)
+
+
+def make_agent(observation_space: gym.spaces.Box, action_space: gym.spaces.Discrete) -> TorchAgent:
+    """The saved network as an rlwrappers agent: ``--agent examples/cleanrl_ppo_cartpole.py:make_agent``.
+
+    The checkpoint is ``$CLEANRL_MODEL`` (default: ``runs/cleanrl_ppo/agent.cleanrl_model``, where ``main`` saves it).
+    """
+    path = Path(os.environ.get("CLEANRL_MODEL", Path(Args.out) / MODEL_FILE))
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no CleanRL checkpoint at {str(path)!r}: train one with this script, or set CLEANRL_MODEL"
+        )
+    network = Agent(int(np.prod(observation_space.shape)), int(action_space.n))
+    network.load_state_dict(torch.load(path, weights_only=True))
+    return TorchAgent(
+        network,
+        observation_space,
+        action_space,
+        head="logits",
+        forward=lambda m, x: m.actor(x),
+        value=lambda m, x: m.critic(x),
+    )
 
 
 def train(args: Args) -> Agent:
@@ -200,6 +231,8 @@ def main(args: Args) -> None:
     start = time.perf_counter()
     agent = train(args)
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(agent.state_dict(), out / MODEL_FILE)  # as CleanRL saves its models
     clean = evaluate(agent, args, (), out / "eval-clean")
     perturbed = evaluate(agent, args, args.perturbations, out / "eval-perturbed")
     print(f"\nEvaluation, greedy policy, same seeds; perturbations: {', '.join(args.perturbations)}")
@@ -209,6 +242,7 @@ def main(args: Args) -> None:
     means = clean.episodes["return"].mean(), perturbed.episodes["return"].mean()
     print(f"mean return: clean {means[0]:.1f}, perturbed {means[1]:.1f}")
     print(f"logs: {out / 'eval-clean'}, {out / 'eval-perturbed'}; {time.perf_counter() - start:.1f} s")
+    print(f"network: {out / MODEL_FILE} (rlwrappers: --agent {__file__}:make_agent, CLEANRL_MODEL={out / MODEL_FILE})")
 
 
 def parse_args() -> Args:

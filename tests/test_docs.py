@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import os
 import re
 import shlex
@@ -112,7 +113,7 @@ def test_readme_opens_with_the_two_commands() -> None:
 
 
 # Pages whose examples import heavy extras (torch) take several seconds.
-SLOW_PAGES = {"integrations.md"}
+SLOW_PAGES = {"integrations.md", "agents.md"}
 
 
 @pytest.mark.parametrize(
@@ -196,6 +197,9 @@ def test_quickstart_rejects_a_bad_budget(tmp_path: Path) -> None:
     assert done.returncode == 2 and "--episodes" in done.stderr
 
 
+QUIET = ("--quiet", "--no-report", "--probe", "0")
+
+
 @pytest.mark.slow
 def test_cleanrl_example_trains_and_evaluates(tmp_path: Path) -> None:
     pytest.importorskip("torch")
@@ -210,6 +214,30 @@ def test_cleanrl_example_trains_and_evaluates(tmp_path: Path) -> None:
     run_example("cleanrl_ppo_cartpole.py", *args, "--eval-episodes", "2", *randomized, tmp_path=tmp_path)
     drawn = rw.read_log(out / "dr" / "eval-perturbed" / "env0").episodes["dynamics_shift.values.length"]
     assert drawn.between(0.25, 1.0).all() and drawn.nunique() == 2  # one length per episode, in the log
+    # the network it saved, as CleanRL saves it, plays from the command line through its make_agent
+    model = out / "agent.cleanrl_model"
+    assert f"network: {model}" in text
+    agent = f"{ROOT / 'examples' / 'cleanrl_ppo_cartpole.py'}:make_agent"
+    command = ["evaluate", "--env", "CartPole-v1", "--agent", agent, "--shift", "obs_noise(std=0.1)", "--episodes", "2"]
+    done = subprocess.run(
+        [sys.executable, "-m", "rlwrappers.cli", *command, "--seeds", "2", "--out", str(tmp_path / "cli"), *QUIET],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CLEANRL_MODEL": str(model)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "runs the Python code in it" in done.stderr  # the trust warning
+    index = json.loads((tmp_path / "cli" / "index.json").read_text())["runs"]
+    assert {row["status"] for row in index} == {"complete"} and len(index) == 4
+    missing = subprocess.run(
+        [sys.executable, "-m", "rlwrappers.cli", *command, "--out", str(tmp_path / "none"), "--quiet", "--no-report"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CLEANRL_MODEL": str(tmp_path / "nowhere.cleanrl_model")},
+        timeout=120,
+    )
+    assert missing.returncode != 0 and "nowhere.cleanrl_model" in missing.stderr
 
 
 def test_cli_sample_output_is_current() -> None:
