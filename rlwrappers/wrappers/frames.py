@@ -91,6 +91,17 @@ class StackFrames(gym.ObservationWrapper[Any, Any, Any], gym.utils.RecordConstru
         )
         self._empty = np.concatenate([np.broadcast_to(padding, space.shape)] * frames, axis=self.axis)
         self._stack = self._empty.copy()
+        kept = self._empty.shape[self.axis] - self._size
+        #: Where the older frames go, where they come from, and where the newest goes, along the stacking axis.
+        self._older = self._along(0, kept)
+        self._newer = self._along(self._size, None)
+        self._last = self._along(kept, None)
+
+    def _along(self, start: int, stop: int | None) -> tuple[slice, ...]:
+        """The index of ``start:stop`` along the stacking axis."""
+        index = [slice(None)] * self._empty.ndim
+        index[self.axis] = slice(start, stop)
+        return tuple(index)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Resets the env; the stack holds the padding and the reset's observation."""
@@ -99,9 +110,7 @@ class StackFrames(gym.ObservationWrapper[Any, Any, Any], gym.utils.RecordConstru
 
     def observation(self, observation: Any) -> NDArray[Any]:
         """The stack with the oldest observation dropped and ``observation`` last."""
-        stack = np.roll(self._stack, -self._size, axis=self.axis)
-        index = [slice(None)] * stack.ndim
-        index[self.axis] = slice(stack.shape[self.axis] - self._size, None)
-        stack[tuple(index)] = observation
-        self._stack = stack
+        stack = self._stack
+        stack[self._older] = stack[self._newer]  # numpy copies overlapping slices as if through a buffer
+        stack[self._last] = observation
         return stack.copy()
