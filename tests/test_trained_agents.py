@@ -165,10 +165,12 @@ def rl_zoo_play(run: Path, env_id: str, seeds: list[int], *, best: bool = False)
     return episodes
 
 
-def rlwrappers_play(source: Any, env_id: str | None, out: Path) -> tuple[list[tuple[Any, Any]], dict[str, Any]]:
-    """Plays ``source`` through rlwrappers' evaluation (run seed 0): each episode's actions and rewards, the request."""
+def rlwrappers_play(
+    source: Any, env_id: str | None, out: Path, *, seed: int = 0, episodes: int = EPISODES
+) -> tuple[list[tuple[Any, Any]], dict[str, Any]]:
+    """Plays ``source`` through rlwrappers' evaluation (run seed ``seed``): each episode's actions and rewards."""
     result = rw.evaluate(
-        source, env_id, episodes=EPISODES, seeds=[0], out=out, execution=Execution(workers=1, progress=False)
+        source, env_id, episodes=episodes, seeds=[seed], out=out, execution=Execution(workers=1, progress=False)
     )
     steps = rw.read_log(result.path / result.index["path"].iloc[0]).steps
     episodes = [
@@ -180,7 +182,7 @@ def rlwrappers_play(source: Any, env_id: str | None, out: Path) -> tuple[list[tu
 
 def assert_same_play(mine: list[tuple[Any, Any]], theirs: list[tuple[Any, Any]]) -> None:
     """The same actions, bit for bit, and the same rewards (in float32, as SB3's vector envs hold them)."""
-    assert len(mine) == len(theirs) == EPISODES
+    assert len(mine) == len(theirs)
     for (actions, rewards), (their_actions, their_rewards) in zip(mine, theirs, strict=True):
         assert np.array_equal(actions.reshape(their_actions.shape), their_actions)
         assert np.array_equal(rewards.astype(np.float32), their_rewards)
@@ -543,3 +545,30 @@ def test_attacks_on_a_normalized_agent_keep_their_budget_in_the_envs_units(runs:
         true, _ = clean.reset(seed=seed)
         step = np.abs(seen.astype(np.float64) - true)
         assert step.max() == pytest.approx(0.01, rel=1e-5)  # the budget is in CartPole's own units
+
+
+@pytest.mark.slow
+def test_an_rl_zoo_atari_agent_plays_behind_its_atari_wrapper_and_frame_stack(tmp_path: Path) -> None:
+    """RL Zoo's Atari layout: AtariWrapper env-side, 4 channel-last frames stacked, transposed for the network."""
+    ale_py = pytest.importorskip("ale_py")
+    import yaml
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.atari_wrappers import AtariWrapper
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
+
+    gym.register_envs(ale_py)
+    env_id = "BreakoutNoFrameskip-v4"
+    run = tmp_path / "ppo" / f"{env_id}_1"
+    (run / env_id).mkdir(parents=True)
+    venv = VecFrameStack(DummyVecEnv([lambda: AtariWrapper(gym.make(env_id))]), 4)
+    PPO("CnnPolicy", venv, seed=0, device="cpu").save(run / f"{env_id}.zip")  # as RL Zoo saves its model
+    config = {"env_wrapper": ["stable_baselines3.common.atari_wrappers.AtariWrapper"], "frame_stack": 4}
+    (run / env_id / "config.yml").write_text(yaml.safe_dump({**config, "policy": "CnnPolicy", "normalize": False}))
+    (run / env_id / "args.yml").write_text(yaml.safe_dump({"env": env_id, "algo": "ppo", "env_kwargs": None}))
+    for seed in (0, 1):  # the first life of a game, one fresh env each, as both sides play it
+        mine, request = rlwrappers_play(str(run), None, tmp_path / f"eval{seed}", seed=seed, episodes=1)
+        theirs = rl_zoo_play(run, env_id, [episode_seed(seed, 0)])
+        assert_same_play(mine, theirs)
+    record = request["agent_preprocessing"][str(run)]
+    assert record["frame_stack"] == 4 and record["transposed"] is True
+    assert record["env_wrappers"] == [{"wrapper": "stable_baselines3.common.atari_wrappers.AtariWrapper", "kwargs": {}}]

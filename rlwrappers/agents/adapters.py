@@ -182,9 +182,9 @@ class SB3Agent(Agent):
         A normalized agent's frame stack holds float64 (:class:`~rlwrappers.studies.recipe.EnvRecipe`), so that
         its padding is the statistics' exact mean; the network still reads float32.
         """
-        if self.normalization is not None and getattr(obs, "dtype", None) == np.float64:
-            return require("torch").as_tensor(obs)
-        return super().tensor(obs)
+        if self.normalization is None or getattr(obs, "dtype", None) != np.float64:
+            return super().tensor(obs)
+        return require("torch").as_tensor(obs)
 
     def outputs(self, x: torch.Tensor) -> Outputs:
         """Logits and values (PPO, A2C), q-values (DQN), or the action and its log-std (SAC, TD3), on the CPU."""

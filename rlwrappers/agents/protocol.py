@@ -98,9 +98,10 @@ class Agent(abc.ABC):
         """
         if not self.deterministic and rng is None:
             raise InvalidArgument(f"`rng` is required: {self} samples its actions, received rng=None")
-        if isinstance(self.observation_space, gym.spaces.Dict):
-            return self._act(self._checked_dict(obs), rng)
-        obs = np.asarray(obs)
+        if type(obs) is not np.ndarray:  # arrays go straight on: this is every step's path
+            if isinstance(self.observation_space, gym.spaces.Dict):
+                return self._act(self._checked_dict(obs), rng)
+            obs = np.asarray(obs)
         shape = self.observation_space.shape
         if shape is not None and obs.shape[1:] != shape:
             raise InvalidArgument(
@@ -144,7 +145,7 @@ class Agent(abc.ABC):
     def tensor(self, obs: Any) -> Any:
         """A batch of observations as the float32 tensor :meth:`outputs` takes (a dict of them for a Dict batch)."""
         torch = require("torch", purpose="agent networks")
-        if isinstance(obs, Mapping):
+        if type(obs) is not np.ndarray and isinstance(obs, Mapping):
             return {key: torch.as_tensor(np.asarray(value), dtype=torch.float32) for key, value in obs.items()}
         return torch.as_tensor(np.asarray(obs), dtype=torch.float32)
 
@@ -163,6 +164,8 @@ def check_compatible(agent: Agent, env: gym.Env[Any, Any]) -> None:
 def stack_observations(observations: Sequence[Any]) -> Any:
     """Single observations as one batch: an array with a leading axis, or for Dict observations a dict of them."""
     first = observations[0]
+    if len(observations) == 1 and type(first) is np.ndarray:  # one array: every step's path
+        return first[None]
     if isinstance(first, Mapping):
         return {key: stack_observations([o[key] for o in observations]) for key in first}
     if len(observations) == 1:
