@@ -355,19 +355,21 @@ def test_dict_agents_act_one_at_a_time_and_batched_and_take_parameter_noise(
     assert [int(agent.act_one(o)) for o in obs] == agent.act(batch).tolist()
     with pytest.raises(InvalidArgument, match="keys"):
         agent.act({"cart": batch["cart"]})
-    shifts = ["param_noise(std=0.05)", "action_noise(p=0.2)"]
+    shifts, source = ["param_noise(std=0.05)", "action_noise(p=0.2)"], str(runs["dict"])
     by_mode = {}
     for mode, execution in {
         "exact": Execution(workers=1, progress=False, batch=4),
         "per-run": Execution(workers=1, progress=False),
         "fast": Execution(workers=1, progress=False, batch=4, exact=False),
     }.items():
-        result = rw.evaluate(
-            str(runs["dict"]), None, shifts, episodes=2, seeds=2, out=tmp_path / mode, execution=execution
-        )
+        result = rw.evaluate(source, None, shifts, episodes=2, seeds=2, out=tmp_path / mode, execution=execution)
         by_mode[mode] = result.episodes().sort_values(["shift", "run_seed", "episode"])["return"].tolist()
     assert by_mode["exact"] == by_mode["per-run"]
     assert len(by_mode["fast"]) == len(by_mode["exact"])
+    # workers started by spawn know nothing of the parent: they import the run's gym package and read its files
+    spawned = Execution(workers=2, progress=False, start_method="spawn")
+    result = rw.evaluate(source, None, shifts, episodes=2, seeds=2, out=tmp_path / "spawn", execution=spawned)
+    assert result.episodes().sort_values(["shift", "run_seed", "episode"])["return"].tolist() == by_mode["exact"]
 
 
 def test_missing_statistics_and_unknown_folders_are_named(tmp_path: Path) -> None:
@@ -572,3 +574,20 @@ def test_an_rl_zoo_atari_agent_plays_behind_its_atari_wrapper_and_frame_stack(tm
     record = request["agent_preprocessing"][str(run)]
     assert record["frame_stack"] == 4 and record["transposed"] is True
     assert record["env_wrappers"] == [{"wrapper": "stable_baselines3.common.atari_wrappers.AtariWrapper", "kwargs": {}}]
+
+
+def test_bad_agent_files_and_wrappers_are_named_at_construction() -> None:
+    from rlwrappers.agents.training import WrapperSpec
+
+    with pytest.raises(rw.error.InvalidType, match="`path` must be a path, received 3"):
+        AgentFiles(3)  # type: ignore[arg-type]
+    with pytest.raises(rw.error.InvalidType, match="`best` must be a bool, received 'yes'"):
+        AgentFiles("logs/ppo/CartPole-v1_1", best="yes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match=r"import path 'module\.Class', received 'AtariWrapper'"):
+        WrapperSpec("AtariWrapper")
+    with pytest.raises(InvalidArgument, match=r"'no_such_module\.Wrapper' cannot be imported"):
+        WrapperSpec("no_such_module.Wrapper")(gym.make("CartPole-v1"))
+    with pytest.raises(InvalidArgument, match="each `env_wrapper` entry names one wrapper"):
+        WrapperSpec.parse([{"a.B": {}, "c.D": {}}], "env_wrapper")
+    parsed = WrapperSpec.parse(["a.B", {"c.D": {"k": 1}}], "env_wrapper")
+    assert parsed == (WrapperSpec("a.B"), WrapperSpec("c.D", {"k": 1}))
