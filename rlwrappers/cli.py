@@ -558,20 +558,21 @@ def _report_arguments(parser: argparse.ArgumentParser, *, skippable: bool = True
     )
 
 
-def _make_env(env_id: str, atari: bool) -> gym.Env[Any, Any]:
-    """The env as the agents see it: ``env_id``, under SB3's Atari preprocessing if ``atari``."""
+def _make_env(env_id: str, atari: bool, agent: str | None = None) -> gym.Env[Any, Any]:
+    """The env as the agents see it: ``env_id``, under SB3's Atari preprocessing if ``atari``.
+
+    With ``agent``, what its RL Zoo files say it was trained behind too (env wrappers, frame stack).
+    """
     import rlwrappers.envs  # noqa: F401  (registers the Toybox IDs)
+    from rlwrappers.studies.recipe import EnvRecipe, trainings
+    from rlwrappers.wrappers.atari import atari_wrapper
 
     if importlib.util.find_spec("ale_py") is not None:
         import ale_py
 
         gym.register_envs(ale_py)
-    env = gym.make(env_id)
-    if atari:
-        from rlwrappers.wrappers.atari import atari_wrapper
-
-        env = atari_wrapper(env)
-    return env
+    training = next(iter(trainings(agent).values()), None) if agent is not None else None
+    return EnvRecipe.for_agent(env_id, training, wrappers=(atari_wrapper,) if atari else ()).build()[0]
 
 
 def _pipelines(values: Sequence[str], guides: Sequence[str] | None) -> list[Any]:
@@ -678,7 +679,7 @@ def _explain(args: argparse.Namespace) -> int:
 
     methods = args.method or list(maps.METHODS)
     params = _method_params(methods, args.param)
-    env = _make_env(args.env, args.atari)
+    env = _make_env(args.env, args.atari, args.agent)
     agent = load_agent(args.agent, observation_space=env.observation_space)
     states = saliency.collect_states(
         env, agent, args.states, seed=args.seed, select=args.select, threshold=args.threshold
@@ -846,7 +847,7 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         ),
         formatter_class=raw,
     )
-    worst.add_argument("--agent", required=True, help="a zoo name (NAME or NAME@SEED) or the path of an SB3 .zip")
+    worst.add_argument("--agent", required=True, help=AGENT_HELP)
     worst.add_argument("--set", required=True, help="an uncertainty set, e.g. Hopper:3 or CartPole:2")
     worst.add_argument("--env", help="the set's env ID, checked against the set (optional)")
     worst.add_argument("--points", type=int, default=5, help="grid points per parameter, bounds included (default: 5)")
@@ -947,7 +948,7 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         ),
         formatter_class=raw,
     )
-    explain.add_argument("--agent", required=True, help="a zoo name (NAME or NAME@SEED) or the path of an SB3 .zip")
+    explain.add_argument("--agent", required=True, help=AGENT_HELP)
     explain.add_argument("--env", required=True, help="a Gymnasium ID, e.g. BreakoutNoFrameskip-v4 with --atari")
     explain.add_argument(
         "--atari", action="store_true", help="give the agent SB3's Atari preprocessing (84x84 grayscale, 4 frames)"

@@ -591,3 +591,13 @@ def test_bad_agent_files_and_wrappers_are_named_at_construction() -> None:
         WrapperSpec.parse([{"a.B": {}, "c.D": {}}], "env_wrapper")
     parsed = WrapperSpec.parse(["a.B", {"c.D": {"k": 1}}], "env_wrapper")
     assert parsed == (WrapperSpec("a.B"), WrapperSpec("c.D", {"k": 1}))
+
+
+@pytest.mark.slow
+def test_explain_plays_an_rl_zoo_agent_behind_its_frame_stack(runs: dict[str, Path], tmp_path: Path) -> None:
+    command = ["explain", "--agent", str(runs["frame_stack"]), "--env", "CartPole-v1", "--method", "rise"]
+    command += ["--param", "rise.masks=20", "--states", "2", "--sanity", "0", "--out", str(tmp_path / "x")]
+    done = subprocess.run(
+        [sys.executable, "-m", "rlwrappers.cli", *command, "--no-report", "--quiet"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr  # 16 stacked inputs: the env got its frame stack

@@ -115,26 +115,29 @@ class EnvRecipe:
         else:
             entries = settings.entries(shift, first_episode)
         trained = settings.agent_preprocessing.get(agent, {}) if agent is not None else {}
-        env_wrappers: tuple[Wrapper, ...] = (*_trained_wrappers(trained), *stack.under)
+        layers = _agent_layers(trained, stack.under)
+        layers["env_kwargs"] = {**layers["env_kwargs"], **settings.env_kwargs}
         parsed = [Entry.parse(e).perturbation for e in entries]
-        on_base = tuple(e for e, p in zip(entries, parsed, strict=True) if env_wrappers and p.observes_state)
-        rest = [(e, p) for e, p in zip(entries, parsed, strict=True) if not (env_wrappers and p.observes_state)]
-        frame_stack = int(trained.get("frame_stack", 0))
-        normalized = frame_stack and "normalization" in trained
+        under = bool(layers["env_wrappers"])
+        on_base = tuple(e for e, p in zip(entries, parsed, strict=True) if under and p.observes_state)
+        rest = [(e, p) for e, p in zip(entries, parsed, strict=True) if not (under and p.observes_state)]
         return cls(
             env_id=settings.env_id,
-            env_kwargs={**trained.get("env_kwargs", {}), **settings.env_kwargs},
-            gym_packages=tuple(trained.get("gym_packages", ())),
+            **layers,
             on_base=on_base,
-            env_wrappers=env_wrappers,
             lives=("above" if stack.over else "below") if settings.lives_as_episodes else None,
             shifts=tuple(e for e, p in rest if not p.needs_agent),
             over=stack.over,
-            frame_stack=frame_stack,
-            pad=_pad(trained["normalization"]) if normalized else 0.0,
-            stack_dtype=np.float64 if normalized else None,
             on_input=tuple(e for e, p in rest if p.needs_agent),
         )
+
+    @classmethod
+    def for_agent(cls, env_id: str, training: Training | None, *, wrappers: tuple[Wrapper, ...] = ()) -> EnvRecipe:
+        """``env_id`` as an agent trained behind ``training`` sees it, without shifts, for studies of one env.
+
+        ``wrappers`` go under the frame stack, after the agent's own env wrappers (``--atari``'s preprocessing).
+        """
+        return cls(env_id=env_id, **_agent_layers({} if training is None else training.record(), wrappers))
 
     def build(self) -> tuple[gym.Env[Any, Any], LivesAsEpisodes | None]:
         """The env, bottom to top in one pass, and its :class:`LivesAsEpisodes` layer when lives are episodes."""
@@ -205,6 +208,20 @@ def trained_env(trained: Mapping[str, Training], env_id: str | None, other_env: 
                 " its observations and dynamics may differ; pass other_env=True (--other-env) to play it there"
             )
     return env_id
+
+
+def _agent_layers(trained: Mapping[str, Any], wrappers: tuple[Wrapper, ...]) -> dict[str, Any]:
+    """The recipe's fields an agent's training record fills: its env, wrappers (then ``wrappers``), frame stack."""
+    frame_stack = int(trained.get("frame_stack", 0))
+    normalized = bool(frame_stack) and "normalization" in trained
+    return {
+        "env_kwargs": dict(trained.get("env_kwargs", {})),
+        "gym_packages": tuple(trained.get("gym_packages", ())),
+        "env_wrappers": (*_trained_wrappers(trained), *wrappers),
+        "frame_stack": frame_stack,
+        "pad": _pad(trained["normalization"]) if normalized else 0.0,
+        "stack_dtype": np.float64 if normalized else None,
+    }
 
 
 def _trained_wrappers(trained: Mapping[str, Any]) -> tuple[WrapperSpec, ...]:
