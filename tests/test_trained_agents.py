@@ -320,26 +320,47 @@ def test_another_base_env_is_refused_unless_asked(runs: dict[str, Path], tmp_pat
 
 
 @pytest.mark.slow
-def test_a_card_grades_a_normalized_rl_zoo_agent(runs: dict[str, Path], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("run", "env_id", "families", "refused"),
+    [
+        ("normalize", "CartPole-v1", ["obs_noise", "attack"], None),
+        ("wrappers", "CartPole-v1", ["obs_noise", "attack"], None),
+        ("frame_stack", "CartPole-v1", ["action_noise", "init_noise"], "attack"),  # the attack acts on the stack
+        ("stack_normalize", "Pendulum-v1", ["action_noise", "dynamics"], "obs_noise"),
+        ("vec_frame_stack", "CartPole-v1", ["action_noise", "param_noise"], "obs_noise"),  # stacked env-side
+    ],
+)
+def test_a_card_grades_each_rl_zoo_run_whose_env_has_a_ladder(
+    runs: dict[str, Path], run: str, env_id: str, families: list[str], refused: str | None, tmp_path: Path
+) -> None:
     from rlwrappers.report.card import validate_robustness_card
     from rlwrappers.studies.robustness_card import robustness_card
 
-    record = robustness_card(
-        str(runs["normalize"]),
-        "CartPole-v1",
-        out=tmp_path / "card",
-        families=["obs_noise", "attack"],
-        seeds=1,
-        episodes=1,
-        reps=50,
-        workers=1,
-        progress=False,
-    )
-    assert record["agent_preprocessing"]["normalization"]["file"].endswith("vecnormalize.pkl")
+    def card(families: list[str]) -> dict[str, Any]:
+        return robustness_card(
+            str(runs[run]),
+            env_id,
+            out=tmp_path / "card",
+            families=families,
+            seeds=1,
+            episodes=1,
+            reps=50,
+            workers=1,
+            progress=False,
+        )
+
+    if refused is not None:  # one number per observation entry does not fit stacked frames
+        with pytest.raises(InvalidArgument, match=rf"\['{refused}'\] levels per entry of one observation"):
+            card([refused])
+    record = card(families)
+    assert record["agent_preprocessing"]["source"] == "rl-zoo-run"
     assert record["agent"]["detail"] == "an RL Zoo run"
     validate_robustness_card(json.loads((tmp_path / "card" / "card.json").read_text()))
     page = (tmp_path / "card" / "card.html").read_text()
-    assert "played behind" in page and "VecNormalize statistics" in page
+    assert "played behind" in page
+    if "normalize" in run or run == "vec_frame_stack":
+        assert record["agent_preprocessing"]["normalization"]["file"].endswith("vecnormalize.pkl")
+        assert "VecNormalize statistics" in page
 
 
 @pytest.mark.slow
