@@ -174,13 +174,12 @@ def _files(source: str, args: argparse.Namespace | None) -> Any:
     best, raw = (getattr(args, "best_model", False), getattr(args, "raw_observations", False))
     if not (best or raw):
         return source
-    path = Path(source)
-    if not (path.suffix == ".zip" or path.is_dir()):
+    from rlwrappers.agents.rl_zoo import AgentFiles, is_agent_files
+
+    if not is_agent_files(source):
         raise InvalidArgument(
             f"--best-model and --raw-observations apply to RL Zoo folders and SB3 zips, not {source!r}"
         )
-    from rlwrappers.agents.rl_zoo import AgentFiles
-
     return AgentFiles(source, best=best, raw_observations=raw)
 
 

@@ -36,7 +36,7 @@ from rlwrappers.error import (
     UntrustedFileWarning,
 )
 
-__all__ = ["check_device", "load_script", "load_sb3", "sb3_algorithm", "warn_untrusted"]
+__all__ = ["check_device", "load_script", "load_sb3", "sb3_algorithm", "script_source", "warn_untrusted"]
 
 #: SB3 algorithm to load a zip with, by the module of its pickled policy class.
 _SB3_BY_POLICY_MODULE: Final[Mapping[str, str]] = {
@@ -145,6 +145,12 @@ def check_device(device: Any) -> str:
     if where.type not in ("cpu", "cuda"):
         raise InvalidArgument(f"`device` must be a CPU or CUDA device, received {device!r}")
     return device
+
+
+def script_source(source: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """``(file, function)`` when ``source`` reads ``FILE.py:FUNCTION`` (an agent a Python file makes), else None."""
+    script, colon, function = str(source).rpartition(":")
+    return (script, function) if colon and script.endswith(".py") else None
 
 
 def load_script(

@@ -164,9 +164,7 @@ def check_compatible(agent: Agent, env: gym.Env[Any, Any]) -> None:
 def stack_observations(observations: Sequence[Any]) -> Any:
     """Single observations as one batch: an array with a leading axis, or for Dict observations a dict of them."""
     first = observations[0]
-    if len(observations) == 1 and type(first) is np.ndarray:  # one array: every step's path
-        return first[None]
-    if isinstance(first, Mapping):
+    if type(first) is not np.ndarray and isinstance(first, Mapping):  # arrays, every step's path, skip the check
         return {key: stack_observations([o[key] for o in observations]) for key in first}
     if len(observations) == 1:
         return np.asarray(first)[None]

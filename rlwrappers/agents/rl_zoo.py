@@ -33,7 +33,7 @@ from rlwrappers.agents.training import Training, WrapperSpec, read_normalization
 from rlwrappers.error import InvalidArgument, InvalidType, MissingFile
 from rlwrappers.wrappers.frames import StackFrames
 
-__all__ = ["BEST_MODEL", "FLAT_STATISTICS", "RUN_STATISTICS", "AgentFiles", "read_training"]
+__all__ = ["BEST_MODEL", "FLAT_STATISTICS", "RUN_STATISTICS", "AgentFiles", "is_agent_files", "read_training"]
 
 #: RL Zoo's best model of a run (saved by its evaluation callback).
 BEST_MODEL: Final = "best_model.zip"
@@ -80,6 +80,12 @@ class AgentFiles(os.PathLike[str]):
 
     def __str__(self) -> str:
         return self.path
+
+
+def is_agent_files(source: str | os.PathLike[str]) -> bool:
+    """Whether ``source`` names files :func:`read_training` reads: an SB3 zip, or a folder (RL Zoo's layouts)."""
+    path = Path(source)
+    return path.suffix == ".zip" or path.is_dir()
 
 
 @dataclass(frozen=True)
@@ -190,7 +196,7 @@ def _find(source: Path, best: bool) -> _Layout:
         if best:
             raise InvalidArgument(f"`best` picks the best model of a run folder, and {str(source)!r} is a zip")
         return _of_zip(source)
-    configs = sorted(p.parent for p in source.glob("*/config.yml") if p.parent.with_suffix(".zip").is_file())
+    configs = _runs(source)
     if len(configs) > 1:
         raise InvalidArgument(f"`agent` {str(source)!r} holds several runs ({[c.name for c in configs]}): pass one zip")
     if configs:
@@ -212,12 +218,17 @@ def _of_zip(model: Path) -> _Layout:
     if (named / "config.yml").is_file():
         return _Layout(model, named, "rl-zoo-run", named / RUN_STATISTICS)
     if model.name == BEST_MODEL:
-        configs = sorted(p.parent for p in folder.glob("*/config.yml") if p.parent.with_suffix(".zip").is_file())
+        configs = _runs(folder)
         if len(configs) == 1:
             return _Layout(model, configs[0], "rl-zoo-run", configs[0] / RUN_STATISTICS)
     if (folder / "config.yml").is_file():
         return _Layout(model, folder, "rl-zoo-published", folder / FLAT_STATISTICS)
     return _Layout(model, None, "sb3-zip", folder / FLAT_STATISTICS)
+
+
+def _runs(folder: Path) -> list[Path]:
+    """The config folders of the RL Zoo runs in ``folder``: each ``ENV/`` with ``config.yml``, beside ``ENV.zip``."""
+    return sorted(p.parent for p in folder.glob("*/config.yml") if p.parent.with_suffix(".zip").is_file())
 
 
 def _not_an_agent_folder(folder: Path) -> str:

@@ -35,14 +35,13 @@ import importlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 import gymnasium as gym
 import numpy as np
 
 from rlwrappers.agents.protocol import Agent
-from rlwrappers.agents.rl_zoo import read_training
+from rlwrappers.agents.rl_zoo import is_agent_files, read_training
 from rlwrappers.agents.training import Normalization, Training, WrapperSpec, read_normalization
 from rlwrappers.core import Entry, wrap
 from rlwrappers.error import InvalidArgument, InvalidType
@@ -173,8 +172,7 @@ def trainings(agent: Any) -> dict[str, Training]:
     out = {}
     for name, source in parse_agents(agent).items():
         if isinstance(source, (str, os.PathLike)):
-            path = Path(source)
-            training = read_training(source) if path.suffix == ".zip" or path.is_dir() else None
+            training = read_training(source) if is_agent_files(source) else None
         else:  # a torch module has a `training` flag of its own: only Agents say what they were trained behind
             training = source.training if isinstance(source, Agent) else None
         if training is not None:

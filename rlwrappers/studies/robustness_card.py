@@ -34,6 +34,7 @@ import pandas as pd
 from rlwrappers import _check
 from rlwrappers import ladders as ladders_module
 from rlwrappers._version import __version__
+from rlwrappers.agents.files import script_source
 from rlwrappers.core import Entry, attach
 from rlwrappers.error import InvalidArgument, InvalidType, MissingExtra
 from rlwrappers.ladders.calibration import require_env
@@ -503,13 +504,13 @@ def _agent_identity(agent: Any, trained: Mapping[str, Any] | None) -> dict[str, 
     if trained is not None:
         model = Path(trained["model"])
         digest = hashlib.sha256(model.read_bytes()).hexdigest()
-        name = model.stem if str(agent) == str(model) or model.stem == "best_model" else str(agent)
+        name = Path(agent).stem if Path(agent).suffix == ".zip" else str(agent)
         return {"name": name, "source": str(agent), "sha256": digest, "detail": _SOURCES[trained["source"]]}
     if isinstance(agent, (str, os.PathLike)):
-        script, colon, function = str(agent).rpartition(":")
-        if colon and script.endswith(".py"):
-            digest = hashlib.sha256(Path(script).read_bytes()).hexdigest()
-            detail = f"made by {function} in a Python file"
+        script = script_source(agent)
+        if script is not None:
+            digest = hashlib.sha256(Path(script[0]).read_bytes()).hexdigest()
+            detail = f"made by {script[1]} in a Python file"
             return {"name": str(agent), "source": str(agent), "sha256": digest, "detail": detail}
         from rlwrappers import zoo
 

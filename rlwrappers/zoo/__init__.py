@@ -35,7 +35,7 @@ import numpy as np
 
 from rlwrappers._optional import require
 from rlwrappers.agents import Agent, SB3Agent, load_sb3
-from rlwrappers.agents.files import check_device, load_script, warn_untrusted
+from rlwrappers.agents.files import check_device, load_script, script_source, warn_untrusted
 from rlwrappers.agents.rl_zoo import AgentFiles, read_training
 from rlwrappers.agents.training import Normalization, Training
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType, MissingFile
@@ -137,9 +137,9 @@ def load_agent(
     for name, flag in (("best", best), ("raw_observations", raw_observations)):
         if not isinstance(flag, bool):
             raise InvalidType(f"`{name}` must be a bool, received {flag!r}")
-    script, colon, function = str(source).rpartition(":")
-    if colon and script.endswith(".py"):
-        return load_script(script, function, observation_space, action_space, trusted=trusted)
+    script = script_source(source)
+    if script is not None:
+        return load_script(*script, observation_space, action_space, trusted=trusted)
     path = Path(source)
     if isinstance(source, AgentFiles):
         best, raw_observations = best or source.best, raw_observations or source.raw_observations
@@ -169,8 +169,9 @@ def _trained_agent(
     raw_observations: bool,
 ) -> SB3Agent:
     """The SB3 agent of an RL Zoo folder or a zip, with its statistics and what it was trained behind."""
-    if path.is_dir() and not trusted:
+    if path.is_dir() and not trusted:  # one warning for the folder, its model included
         warn_untrusted(path, "reads RL Zoo's YAML files and pickles, which runs code stored in them")
+        trusted = True
     training = read_training(path, best=best, raw_observations=raw_observations)
     agent = load_sb3(
         training.model, observation_space=observation_space, deterministic=deterministic, trusted=trusted, device=device
