@@ -18,9 +18,15 @@
    thread per worker) with the agent acting on each batch, as a ceiling: its frames differ from SB3's
    preprocessing's, so it never makes a card.
 
+4. With ``--card-v1 [COMMIT]``: part 1's card as card-v2 makes it (this tree) against the same card as card-v1
+   made it (the last card-v1 commit, default :data:`CARD_V1`), each in a fresh subprocess from its own tree
+   (``git archive``), timed around the ``robustness_card`` call alone, alternating for ``--rounds`` rounds (medians
+   are printed). card-v2 may cost at most 1.2x card-v1 (:data:`V2_LIMIT`): the two play the same arms, and card-v2
+   grades with one vectorized bootstrap where card-v1 looped over replicates.
+
 Everything runs in this process with one torch thread, unless ``--workers`` gives the runners more.
 
-Run: python benchmarks/bench_card.py [--seeds 5 --episodes 10] [--breakout PATH]
+Run: python benchmarks/bench_card.py [--seeds 5 --episodes 10] [--breakout PATH] [--card-v1]
 """
 
 from __future__ import annotations
@@ -55,6 +61,25 @@ LIMIT = 1.5
 BATCH = 16
 #: The last commit before batched runs: its per-run runner is the baseline of part 3's ``--before``.
 BEFORE = "f93df50"
+#: The last commit whose cards are card-v1's: part 4's baseline.
+CARD_V1 = "182c29a"
+V2_LIMIT = 1.2
+#: Makes part 1's card with the tree on PYTHONPATH; argv: seeds, episodes, out. Prints the seconds and the package.
+CARD_SCRIPT = """
+import json, sys, time
+import torch
+import rlwrappers as rw
+from rlwrappers.studies.robustness_card import robustness_card
+
+torch.set_num_threads(1)
+seeds, episodes, out = sys.argv[1:]
+robustness_card("ppo-CartPole-v1", "CartPole-v1", out=out + "-warm", seeds=1, episodes=1, workers=1, progress=False)
+started = time.perf_counter()
+record = robustness_card(
+    "ppo-CartPole-v1", "CartPole-v1", out=out, seeds=int(seeds), episodes=int(episodes), workers=1, progress=False
+)
+print(json.dumps({"seconds": time.perf_counter() - started, "ladder": record["ladder"], "package": rw.__file__}))
+"""
 #: Plays part 3's runs with an earlier commit's runner; argv: agent zip, shifts (JSON), seeds, lives, frames,
 #: workers, run folder. Prints the agent steps, the seconds and the package it ran as JSON.
 BEFORE_SCRIPT = """
@@ -201,26 +226,61 @@ def ale_vector(agent: Any, games: int, frames: int, threads: int) -> float:
     return steps / took
 
 
-def before(commit: str, path: str, shifts: list[str], seeds: int, games: int, frames: int, workers: int) -> float:
-    """Agent steps per second of ``commit``'s runner on part 3's runs (five lives a game), in a subprocess."""
+def tree_of(commit: str | None) -> Path:
+    """A copy of ``commit``'s tree, importable as the installed package is; None: the repository root itself."""
     root = Path(__file__).resolve().parents[1]
+    if commit is None:
+        return root
     tree = Path(tempfile.mkdtemp())
     archive = subprocess.run(["git", "archive", commit], cwd=root, check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     (tree / "rlwrappers" / "envs").symlink_to(tree / "envs")  # as the installed package maps it
-    args = [json.dumps(shifts), str(seeds), str(5 * games), str(frames), str(workers), str(tree / "runs")]
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return tree
+
+
+def run_in_tree(tree: Path, script: str, args: list[str]) -> dict[str, Any]:
+    """Runs ``script`` with ``tree``'s package (the installed one for the root), returns the JSON it printed last."""
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ) if tree == root else {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run(
-        [sys.executable, "-c", BEFORE_SCRIPT, str(Path(path).resolve()), *args],
-        cwd=tree,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
+        [sys.executable, "-c", script, *args], cwd=tree, env=env, check=True, capture_output=True, text=True
     )
-    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    measured: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     if not Path(measured["package"]).resolve().is_relative_to(tree.resolve()):
-        raise RuntimeError(f"the runner of {commit} imported {measured['package']}, not its own tree")
+        raise RuntimeError(f"the script run with {tree} imported {measured['package']}, not its own tree")
+    return measured
+
+
+def timed_card(tree: Path, seeds: int, episodes: int) -> tuple[float, str]:
+    """Seconds of part 1's card made by ``tree``'s package in a subprocess, and its ladder version."""
+    measured = run_in_tree(tree, CARD_SCRIPT, [str(seeds), str(episodes), f"{tempfile.mkdtemp()}/card"])
+    return float(measured["seconds"]), str(measured["ladder"])
+
+
+def card_versions(commit: str, seeds: int, episodes: int, rounds: int) -> bool:
+    """Part 4: card-v2 (this tree) against card-v1 (``commit``), alternating, medians."""
+    trees = {"card-v1": tree_of(commit), "card-v2": tree_of(None)}
+    seconds: dict[str, list[float]] = {name: [] for name in trees}
+    for _ in range(rounds):
+        for name, tree in trees.items():
+            took, ladder = timed_card(tree, seeds, episodes)
+            if ladder != name:
+                raise RuntimeError(f"the {name} tree made a card of ladder {ladder}")
+            seconds[name].append(took)
+    v1, v2 = (statistics.median(seconds[name]) for name in trees)
+    ratio = v2 / v1
+    print(f"4. CartPole-v1 card at {seeds} seeds x {episodes} episodes, fast mode, 1 worker ({rounds} rounds, medians)")
+    print(f"  card-v1 ({commit})  {v1:7.1f} s   {', '.join(f'{x:.1f}' for x in seconds['card-v1'])}")
+    print(f"  card-v2 (this tree) {v2:7.1f} s   {', '.join(f'{x:.1f}' for x in seconds['card-v2'])}")
+    print(f"  card-v2 / card-v1 {ratio:5.2f}  (limit {V2_LIMIT:.2f}: {'ok' if ratio <= V2_LIMIT else 'EXCEEDED'})")
+    return ratio <= V2_LIMIT
+
+
+def before(commit: str, path: str, shifts: list[str], seeds: int, games: int, frames: int, workers: int) -> float:
+    """Agent steps per second of ``commit``'s runner on part 3's runs (five lives a game), in a subprocess."""
+    tree = tree_of(commit)
+    args = [json.dumps(shifts), str(seeds), str(5 * games), str(frames), str(workers), str(tree / "runs")]
+    measured = run_in_tree(tree, BEFORE_SCRIPT, [str(Path(path).resolve()), *args])
     return float(measured["steps"] / measured["seconds"])
 
 
@@ -305,11 +365,16 @@ def main() -> bool:
     parser.add_argument(
         "--before", nargs="?", const=BEFORE, metavar="COMMIT", help=f"part 3 against COMMIT's runner (default {BEFORE})"
     )
+    parser.add_argument(
+        "--card-v1", nargs="?", const=CARD_V1, metavar="COMMIT", help=f"part 4 against COMMIT (default {CARD_V1})"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)  # as in each worker process
     ok = True
     if not args.skip_card:
         ok = card_ratio(args.seeds, args.episodes)
+    if args.card_v1:
+        ok = card_versions(args.card_v1, args.seeds, args.episodes, args.rounds) and ok
     cartpole_runners(args.runner_seeds, args.runner_episodes, args.workers, args.rounds)
     if args.breakout:
         breakout(

@@ -416,13 +416,18 @@ def _card(args: argparse.Namespace) -> int:
         backend=args.backend,
         progress=not args.quiet,
     )
-    stars = record["overall"]["stars"]
-    rating = f"{stars}/5" if stars is not None else "not rated (a subset of families, or no better than random)"
+    overall = record["overall"]
+    stars = overall["stars"]
+    score = f"score {overall['score']:.3f}"
+    if stars is None:
+        rating = f"not rated (a subset of families), {score}"
+    else:
+        rating = f"{stars}/5 (P = {overall['stars_probability'][stars - 1]:.2f}), {score}"
     print(f"Robustness of {args.agent} on {args.env} ({record['ladder']}): {rating}")
+    print(f"  clean skill {record['clean']['skill']:.3f}; per family: score, stars, relative AUSC")
     for family in record["families"]:
-        area = "n/a" if family["ausc"] is None else f"{family['ausc']:.3f}"
-        stars = family["stars"] or "-"
-        print(f"  {family['name']:<14} AUSC {area:>6}  stars {stars}  tolerated level {family['tolerated']}")
+        area = "n/a" if family["relative"]["ausc"] is None else f"{family['relative']['ausc']:.3f}"
+        print(f"  {family['name']:<14} score {family['score']:.3f}  stars {family['stars']}  relative AUSC {area}")
     print(f"Card: {(Path(args.out) / 'card.html').resolve()}")
     return 0
 

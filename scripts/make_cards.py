@@ -48,28 +48,36 @@ FILES = ("card.json", "card.html", "badge.svg")
 
 
 def table(cards: Path = CARDS) -> str:
-    """The Markdown table of the cards in ``cards``, in :data:`SHIPPED` order."""
+    """The Markdown table of the cards in ``cards``, in :data:`SHIPPED` order (card-v1's columns for its cards)."""
+    records = {
+        name: json.loads((cards / name / "card.json").read_text())
+        for name in SHIPPED
+        if (cards / name / "card.json").exists()
+    }
+    graded = any(record["format_version"] >= 2 for record in records.values())
+    measure = "score" if graded else "AUSC"
     lines = [
-        "| agent | env | rating | mean AUSC | worst family | attack AUSC | dynamics AUSC | card |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| agent | env | rating | {'P(stars) | clean skill | score' if graded else 'mean AUSC'} | worst family |"
+        f" attack {measure} | dynamics {measure} | card |",
+        f"|---|---|---|---|---|---|---|---|{'---|---|' if graded else ''}",
     ]
-    for name in SHIPPED:
-        path = cards / name / "card.json"
-        if not path.exists():
-            continue
-        record = json.loads(path.read_text())
+    for name, record in records.items():
         overall = record["overall"]
-        areas = {f["name"]: f["ausc"] for f in record["families"]}
+        areas = {f["name"]: f["score" if graded else "ausc"] for f in record["families"]}
 
         def area(family: str, areas: dict[str, float | None] = areas) -> str:
             value = areas.get(family)
             return "-" if value is None else f"{value:.3f}"
 
         stars = "not rated" if overall["stars"] is None else f"{overall['stars']}/5"
+        if graded:
+            sure = "-" if overall["stars"] is None else f"{overall['stars_probability'][overall['stars'] - 1]:.2f}"
+            numbers = f" {sure} | {record['clean']['skill']:.3f} | {overall['score']:.3f} |"
+        else:
+            numbers = f" {overall['mean_ausc']:.3f} |"
         lines.append(
-            f"| `{record['agent']['name']}` | `{record['env_id']}` | ![{stars}](cards/{name}/badge.svg) |"
-            f" {overall['mean_ausc']:.3f} | {overall['worst_family']} | {area('attack')} | {area('dynamics')} |"
-            f" [page](cards/{name}/card.html) |"
+            f"| `{record['agent']['name']}` | `{record['env_id']}` | ![{stars}](cards/{name}/badge.svg) |{numbers}"
+            f" {overall['worst_family']} | {area('attack')} | {area('dynamics')} | [page](cards/{name}/card.html) |"
         )
     return "\n".join(lines)
 

@@ -1,5 +1,6 @@
 """Robustness card records built by hand for the page tests: a complete CartPole card, a subset card, a card of
-image corruptions with sub-families and recovery, and variants for the leaderboard.
+image corruptions with sub-families and recovery, and variants for the leaderboard; in format 1 (card-v1), and
+through :func:`graded` in format 2 (card-v2).
 
 The scores come from :mod:`rlwrappers.metrics.card` over made-up normalized returns, so every record is one the
 runner could write: the impact, the mean return and the interval of each level agree with each other.
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from rlwrappers.metrics import grade
 from rlwrappers.metrics.card import overall_stars, stars, tolerated_level
 
 CLEAN = 487.25
@@ -229,3 +231,66 @@ def variant(record: dict[str, Any], name: str, **overall: Any) -> dict[str, Any]
 def frames(length: int, size: int = 12, seed: int = 0) -> list[np.ndarray[Any, Any]]:
     rng = np.random.default_rng(seed)
     return [rng.integers(0, 256, size=(size, size + 4, 3), dtype=np.uint8) for _ in range(length)]
+
+
+#: The reference return of the card-v2 records (CartPole's maximum return).
+REFERENCE = 500.0
+
+
+def _skill(mean_return: float, random: float) -> float:
+    return (mean_return - random) / (REFERENCE - random)
+
+
+def _graded_family(family: dict[str, Any], random: float) -> dict[str, Any]:
+    """A family of a format-1 record in format 2: skill per level and a score; card-v1's numbers as relative."""
+    out = {k: v for k, v in family.items() if k not in ("ausc", "ausc_ci", "tolerated")}
+    subs = [_graded_family(sub, random) for sub in family.get("sub_families") or ()]
+    out["levels"] = []
+    for i, level in enumerate(family["levels"]):
+        if subs:
+            skill = float(np.mean([s["levels"][i]["skill"] for s in subs]))
+        else:
+            skill = _skill(level["mean_return"], random)
+        out["levels"].append({**level, "skill": skill, "skill_ci": [skill - 0.03, skill + 0.04]})
+    clipped = [min(max(x["skill"], 0.0), 1.0) for x in out["levels"]]
+    score = float(np.mean([s["score"] for s in subs])) if subs else float(np.mean(clipped))
+    out.update(
+        score=score,
+        score_ci=[max(0.0, score - 0.02), min(1.0, score + 0.025)],
+        stars=int(grade.stars(score, grade.FAMILY_STARS)),
+        relative={"ausc": family["ausc"], "ausc_ci": family["ausc_ci"], "tolerated": family["tolerated"]},
+    )
+    if subs:
+        out["sub_families"] = subs
+    return out
+
+
+def graded(record: dict[str, Any]) -> dict[str, Any]:
+    """A format-1 record as the runner writes it in format 2 (ladder card-v2), from the same mean returns."""
+    out = {k: copy.deepcopy(v) for k, v in record.items() if k != "rated"}
+    out.update(format_version=2, ladder="card-v2", reference_return=REFERENCE)
+    out["random"] = {"return": record["random_return"], "source": "measured", "protocol": "the card's episodes"}
+    out["reference"] = {"return": REFERENCE, "source": "the env's maximum return", "protocol": "one episode"}
+    random = record["random_return"]
+    skill = _skill(record["clean"]["mean_return"], random)
+    out["clean"].update(skill=skill, skill_ci=[skill - 0.01, skill + 0.005])
+    out["families"] = [_graded_family(f, random) for f in record["families"]]
+    for x in out["interventions"]:
+        x.update(skill=_skill(x["mean_return"], random), skill_ci=None)
+    scores = {f["name"]: f["score"] for f in out["families"]}
+    score = float(np.mean(list(scores.values())))
+    worst = min(scores, key=lambda k: scores[k])
+    complete = record["settings"]["complete"]
+    stars = min(int(grade.stars(score)), int(grade.stars(scores[worst], grade.FAMILY_STARS)))
+    out["overall"] = {
+        "score": score,
+        "score_ci": [score - 0.01, min(1.0, score + 0.015)],
+        "stars": stars if complete else None,
+        "stars_probability": [0.0] * (stars - 1) + [0.875] + [0.125] + [0.0] * (4 - stars) if complete else None,
+        "worst_family": worst,
+        "worst_score": scores[worst],
+        "relative": {"mean_ausc": record["overall"]["mean_ausc"], "mean_ausc_ci": None},
+    }
+    if stars == 5 and complete:
+        out["overall"]["stars_probability"] = [0.0, 0.0, 0.0, 0.125, 0.875]
+    return out

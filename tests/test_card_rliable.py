@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rlwrappers.metrics import grade
 from rlwrappers.metrics.card import impact, paired_bootstrap
 from rlwrappers.metrics.reproducibility import iqm, stratified_bootstrap_ci
 
@@ -123,3 +124,11 @@ def test_the_impact_has_rliables_interval_over_paired_arms(rliable):
 def test_the_iqm_has_rliables_stratified_interval(rliable):
     ours = stratified_bootstrap_ci(iqm_scores(), iqm, np.random.default_rng(0), reps=REPS)
     assert_same_interval(ours, rliable["iqm"])
+
+
+def test_card_v2s_one_bootstrap_gives_rliables_intervals_of_the_mean_and_the_impact(rliable):
+    clean, shifted = card_arms()
+    g = grade.grade(clean, {"shift": [shifted]}, RANDOM_RETURN, 500.0, np.random.default_rng(0), reps=REPS)
+    clean_return, shift_impact = g.clean_return, g.families["shift"].impact[0]
+    assert_same_interval((clean_return.value, clean_return.low, clean_return.high), rliable["mean"])
+    assert_same_interval((shift_impact.value, shift_impact.low, shift_impact.high), rliable["impact"])

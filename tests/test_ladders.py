@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import pickle
@@ -39,6 +40,8 @@ AGENTS = {
 BREAKOUT_AGENT = Path(__file__).resolve().parents[2] / "shared" / "agents" / "ppo-BreakoutNoFrameskip-v4-seed0.zip"
 #: Every env, the Atari games' tests marked slow.
 ENVS_SLOW_BREAKOUT = [pytest.param(e, marks=pytest.mark.slow) if e in ATARI else e for e in ENVS]
+#: The SHA-256 of card-v1's files, read in name order.
+CARD_V1_DIGEST = "c73f4ee6a7ab815e05f4ee74adf3fb534bb7005630d9d8d78e3cdaadbd9215b5"
 #: Entry parameters that configure a perturbation rather than measure its severity.
 SETTINGS = {"steps", "seed", "duration"}
 
@@ -90,13 +93,13 @@ def test_the_shipped_file_is_what_the_calibration_makes_byte_for_byte(env_id):
 
 
 def test_the_version_ships_one_file_per_env_and_nothing_else():
-    assert ladders.versions() == ["card-v1"]
+    assert ladders.versions() == ["card-v1", "card-v2"]
     assert ladders.ladders() == sorted(ENVS)
     files = sorted(p.name for p in (calibration.DIRECTORY / ladders.LADDER).glob("*"))
     assert files == sorted(calibration.file_name(e) for e in ENVS)
     for env_id in ENVS:
         ladder = ladders.ladder(env_id)
-        assert (ladder.version, ladder.env_id) == ("card-v1", env_id)
+        assert (ladder.version, ladder.env_id) == ("card-v2", env_id)
         shown = definition.INTERVENTIONS.get(env_id, {})
         assert [(i.name, i.doc, i.arm) for i in ladder.interventions] == [
             (name, s.doc, f"intervention.{name}") for name, s in shown.items()
@@ -427,12 +430,40 @@ def test_breakouts_time_limit_counts_raw_frames():
     assert later["episode_frame_number"] - info["episode_frame_number"] == 4  # frame skip 4
 
 
+def test_card_v1s_files_still_ship_unchanged_and_read_with_the_same_levels():
+    assert ladders.ladders("card-v1") == ladders.ladders()
+    for env_id in ENVS:
+        old, new = ladders.ladder(env_id, "card-v1"), ladders.ladder(env_id)
+        assert old.version == "card-v1" and old.reference is None and old.reference_return is None
+        assert [(a.name, a.entries) for a in old.arms()] == [(a.name, a.entries) for a in new.arms()]
+        assert new.reference is not None and new.reference_return == definition.REFERENCES[env_id].value
+        assert new.reference_return > new.random_return
+        assert [a["name"] for a in new.reference_agents] == [a.name for a in definition.REFERENCE_AGENTS[env_id]]
+    digest = hashlib.sha256()
+    for path in sorted((calibration.DIRECTORY / "card-v1").glob("*.json")):
+        digest.update(path.read_bytes())
+    assert digest.hexdigest() == CARD_V1_DIGEST  # the files card-v1's cards were made with, byte for byte
+
+
+def test_skill_runs_from_the_stated_random_return_to_the_reference():
+    breakout = ladders.ladder(BREAKOUT)
+    assert (breakout.random_return, breakout.reference_return) == (1.7, 30.5)  # the Atari-57 literature's
+    assert breakout.calibration["random_return"] == pytest.approx(1.6, abs=0.05)  # measured, kept beside
+    assert "Mnih et al. (2015)" in breakout.reference["source"] and "18,000 frames" in breakout.random["protocol"]
+    cartpole = ladders.ladder("CartPole-v1")
+    assert cartpole.reference_return == 500.0 and "475" in cartpole.reference["source"]
+    assert cartpole.random_return == cartpole.calibration["random_return"] and "measured" in cartpole.random["source"]
+    for agent in cartpole.reference_agents:  # the zoo's vanilla agents, their weights' hashes from its cards
+        name, _, seed = agent["name"].partition("@")
+        assert zoo.card(name)["trained_under"] is None and zoo.card(name)["seeds"][seed]["sha256"] == agent["sha256"]
+
+
 # -- bad inputs --------------------------------------------------------------------------------------------------
 def test_bad_inputs_raise_typed_errors_naming_the_argument():
-    with pytest.raises(error.UnknownName, match=r"`env_id` 'CartPole-v0' has no card-v1 ladder.*`CartPole-v1`"):
+    with pytest.raises(error.UnknownName, match=r"`env_id` 'CartPole-v0' has no card-v2 ladder.*`CartPole-v1`"):
         ladders.ladder("CartPole-v0")
-    with pytest.raises(error.UnknownName, match=r"`version` 'card-v2' is not a ladder version.*`card-v1`"):
-        ladders.ladder("CartPole-v1", version="card-v2")
+    with pytest.raises(error.UnknownName, match=r"`version` 'card-v3' is not a ladder version.*`card-v2`"):
+        ladders.ladder("CartPole-v1", version="card-v3")
     with pytest.raises(error.UnknownName, match="`version`"):
         ladders.ladders("card-v0")
     with pytest.raises(error.InvalidType, match="`env_id`"):
@@ -442,10 +473,13 @@ def test_bad_inputs_raise_typed_errors_naming_the_argument():
         cartpole.arms(["obs_nosie"])
     with pytest.raises(error.InvalidType, match="`families`"):
         cartpole.arms(3)  # type: ignore[arg-type]
-    with pytest.raises(error.UnknownName, match=r"`env_id` 'Acrobot-v1' has no card-v1 ladder"):
+    with pytest.raises(error.UnknownName, match=r"`env_id` 'Acrobot-v1' has no card-v2 ladder"):
         calibration.calibrate("Acrobot-v1")
     with pytest.raises(error.InvalidArgument, match=r"needs the keys \[.*'env_kwargs', 'preprocessing'"):
         ladders.Ladder.from_dict({"ladder": "card-v1"})
+    v2 = json.loads((calibration.DIRECTORY / "card-v2" / "CartPole-v1.json").read_text(encoding="utf-8"))
+    with pytest.raises(error.InvalidArgument, match=r"needs the keys \['reference'\]"):
+        ladders.Ladder.from_dict({k: v for k, v in v2.items() if k != "reference"})
     data = json.loads((calibration.DIRECTORY / "card-v1" / "CartPole-v1.json").read_text(encoding="utf-8"))
     with pytest.raises(error.InvalidArgument, match=r"`env_kwargs` must be a dict, received \['x'\]"):
         ladders.Ladder.from_dict({**data, "env_kwargs": ["x"]})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -15,8 +16,9 @@ import rlwrappers as rw
 from rlwrappers import cli, ladders
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, UnknownName
 from rlwrappers.metrics import card as scores
+from rlwrappers.metrics import grade
 from rlwrappers.report.card import read_robustness_card
-from rlwrappers.studies.robustness_card import robustness_card
+from rlwrappers.studies.robustness_card import episode_returns, robustness_card
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,16 +52,27 @@ def test_a_card_holds_every_family_of_the_ladder_scored_from_its_logs(cartpole: 
 
     clean = returns("baseline")
     assert record["clean"]["mean_return"] == pytest.approx(float(clean.mean()), abs=0)
+    assert (record["reference_return"], record["reference"]["return"]) == (500.0, 500.0)
+    reference = ladder.reference_return
+    assert record["clean"]["skill"] == pytest.approx((clean.mean() - ladder.random_return) / (500.0 - 22.7877))
     for family in record["families"]:
         levels = [returns(f"{family['name']}@{level}") for level in range(1, 6)]
+        skill = grade.skill([level.mean() for level in levels], ladder.random_return, reference)
+        assert [lv["skill"] for lv in family["levels"]] == pytest.approx(skill, abs=1e-12)
+        assert family["score"] == pytest.approx(float(np.clip(skill, 0, 1).mean()), abs=1e-12)
+        assert family["stars"] == grade.stars(family["score"], grade.FAMILY_STARS)
+        # card-v1's numbers, relative to the clean return: shown beside, as card-v1 computed them
         normalized = [1.0 - scores.impact(clean, level, ladder.random_return) for level in levels]
-        assert [lv["normalized"] for lv in family["levels"]] == normalized
-        assert family["ausc"] == scores.ausc(normalized)
-        assert family["stars"] == scores.stars(family["ausc"])
-        assert family["tolerated"] == scores.tolerated_level(normalized)
-    areas = {f["name"]: f["ausc"] for f in record["families"]}
-    assert record["overall"]["stars"] == scores.overall_stars(areas)
-    assert record["overall"]["worst_family"] == min(areas, key=lambda k: areas[k])
+        assert [lv["normalized"] for lv in family["levels"]] == pytest.approx(normalized, abs=1e-12)
+        assert family["relative"]["ausc"] == pytest.approx(scores.ausc(normalized), abs=1e-12)
+        assert family["relative"]["tolerated"] == scores.tolerated_level(normalized)
+        assert family["score_ci"][0] <= family["score"] <= family["score_ci"][1]
+    areas = {f["name"]: f["score"] for f in record["families"]}
+    overall = record["overall"]
+    assert overall["score"] == pytest.approx(float(np.mean(list(areas.values()))), abs=1e-12)
+    assert overall["stars"] == min(grade.stars(overall["score"]), grade.stars(min(areas.values()), grade.FAMILY_STARS))
+    assert overall["worst_family"] == min(areas, key=lambda k: areas[k])
+    assert sum(overall["stars_probability"]) == pytest.approx(1.0) and len(overall["stars_probability"]) == 5
     attack = next(f for f in record["families"] if f["name"] == "attack")
     assert all(0.0 <= lv["flip_rate"] <= 1.0 for lv in attack["levels"])
     by_family = {f["name"]: [lv["flip_rate"] for lv in f["levels"]] for f in record["families"]}
@@ -71,7 +84,8 @@ def test_a_card_holds_every_family_of_the_ladder_scored_from_its_logs(cartpole: 
     for shown, entry in zip(ladder.interventions, record["interventions"], strict=True):
         shifted = returns(shown.arm)
         assert entry["mean_return"] == float(shifted.mean())
-        assert entry["impact"] == scores.impact(clean, shifted, ladder.random_return)
+        assert entry["impact"] == pytest.approx(scores.impact(clean, shifted, ladder.random_return), abs=1e-12)
+        assert entry["skill"] == pytest.approx(float(grade.skill(shifted.mean(), ladder.random_return, 500.0)))
         assert entry["doc"] == shown.doc and entry["spec"][0].startswith("intervene(")
     push = next(x for x in record["interventions"] if x["name"] == "cart_push")  # the cart leaves the track
     assert 0.5 < push["impact"] and push["impact_ci"][0] <= push["impact"] <= push["impact_ci"][1]
@@ -105,7 +119,7 @@ def test_exact_cards_agree_across_worker_counts(tmp_path: Path) -> None:
 
 
 def test_bad_requests_are_refused_before_any_run(tmp_path: Path) -> None:
-    with pytest.raises(UnknownName, match="has no card-v1 ladder"):
+    with pytest.raises(UnknownName, match="has no card-v2 ladder"):
         robustness_card("ppo-CartPole-v1", "MountainCar-v0", out=tmp_path / "a", **SMALL)
     with pytest.raises(UnknownName, match=r"`mode` must be one of \['fast', 'exact'\], received 'quick'"):
         robustness_card("ppo-CartPole-v1", "CartPole-v1", out=tmp_path / "b", mode="quick")
@@ -143,7 +157,7 @@ def test_the_command_writes_a_card_and_ranks_cards(
 def test_list_names_every_ladder(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["list", "ladders"]) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith("Severity ladders (card-v1")
+    assert printed.startswith("Severity ladders (card-v2")
     lines = printed.splitlines()[1:]
     assert [line.split()[0] for line in lines] == ladders.ladders()
     assert len({line.index(line.split()[1]) for line in lines}) == 1  # the families line up in one column
@@ -161,12 +175,43 @@ def test_the_shipped_cards_are_valid_and_the_docs_table_is_theirs() -> None:
     assert {"ppo-CartPole-v1", "ppo-Catch-v0", "ppo-Catch-v0-fgsm", "td3-Pendulum-v1"} <= set(shipped)
     for name in shipped:
         record = read_robustness_card(ROOT / "docs" / "cards" / name)  # validates against the schema
-        assert record["ladder"] == ladders.LADDER and record["settings"]["complete"]
+        assert record["ladder"] in ladders.versions() and record["settings"]["complete"]
         assert record["settings"]["seeds"] == [0, 1, 2, 3, 4] and record["settings"]["reps"] == 2000
-        ladder = ladders.ladder(record["env_id"])
+        ladder = ladders.ladder(record["env_id"], record["ladder"])
         assert {f["name"] for f in record["families"]} == set(ladder.families)
         assert [x["name"] for x in record["interventions"]] == [i.name for i in ladder.interventions]
         flipping = [f for f in record["families"] if f["name"] not in ("init_noise", "dynamics")]
         assert all(level["flip_rate"] is not None for f in flipping for level in f["levels"])  # made with flips
     page = (ROOT / "docs" / "card.md").read_text()
     assert f"{make_cards.BEGIN}\n{make_cards.table()}\n{make_cards.END}" in page
+
+
+def test_on_the_zoos_agents_the_weaker_one_never_ranks_higher_and_a_dominating_table_never_grades_lower(
+    cartpole: Path, tmp_path: Path
+) -> None:
+    weak_dir = tmp_path / "obs_noise"
+    robustness_card("ppo-CartPole-v1-obs_noise", "CartPole-v1", out=weak_dir, **SMALL)
+    strong, weak = read_robustness_card(cartpole), read_robustness_card(weak_dir)
+    assert weak["clean"]["mean_return"] < strong["clean"]["mean_return"]
+    board = tmp_path / "board"
+    cli.main(["card", "--compare", str(weak_dir), str(cartpole), "--out", str(board)])
+    page = (board / "leaderboard.html").read_text()
+    ranks = dict(re.findall(r'<tr data-card="(\d+)" data-rank="(\d*)">', page))
+    if strong["overall"]["score"] > weak["overall"]["score"]:
+        assert int(ranks["1"]) < int(ranks["0"])
+    # The two agents' episode tables, and the better of the two in every episode: it dominates both.
+    ladder = ladders.ladder("CartPole-v1")
+    tables = [
+        episode_returns(e, {p: rw.read_log(e.path / p).episodes for p in e.index["path"]})
+        for e in (rw.open_evaluation(cartpole / "runs"), rw.open_evaluation(weak_dir / "runs"))
+    ]
+    best = {arm: np.maximum(tables[0][arm], tables[1][arm]) for arm in tables[0]}
+
+    def graded(t: dict[str, np.ndarray]) -> grade.CardGrade:
+        families = {name: [t[a.name] for a in ladder.arms(name)] for name in ladder.families}
+        return grade.grade(t["baseline"], families, ladder.random_return, 500.0, np.random.default_rng(0), reps=200)
+
+    a, b, top = (graded(t) for t in (*tables, best))
+    for g in (a, b):
+        assert top.score.value >= g.score.value and top.stars >= g.stars
+        assert all(top.families[n].score.value >= g.families[n].score.value for n in g.families)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_robustness_cards import cartpole, corruptions, frames, subset, unrated, variant
+from helpers_robustness_cards import cartpole, corruptions, frames, graded, subset, unrated, variant
 
 from rlwrappers.report.card import write_robustness_card, write_robustness_leaderboard
 
@@ -120,13 +120,21 @@ def check_numbers(shown: dict[str, Any], records: list[dict[str, Any]]) -> set[s
 
 
 def expected_paths(record: dict[str, Any]) -> set[str]:
-    """The paths of every level's normalized return and impact, and every family's AUSC and stars, that are rated."""
+    """The paths of every level's normalized return and impact, and every family's AUSC and stars, that are rated.
+
+    In format 2, also each level's skill and each family's score; the AUSC and tolerated level are relative ones.
+    """
+    version = record["format_version"]
     paths = set()
     for i, family in enumerate(record["families"]):
         entries = [(f"$.families[{i}]", family)]
         entries += [(f"$.families[{i}].sub_families[{k}]", s) for k, s in enumerate(family["sub_families"] or ())]
         for where, entry in entries:
-            paths |= {f"{where}.{key}" for key in ("ausc", "stars", "tolerated") if entry[key] is not None}
+            if version == 1:
+                paths |= {f"{where}.{key}" for key in ("ausc", "stars", "tolerated") if entry[key] is not None}
+            else:
+                paths |= {f"{where}.score", f"{where}.stars", f"{where}.relative.ausc", f"{where}.relative.tolerated"}
+                paths |= {f"{where}.levels[{j}].skill" for j in range(len(entry["levels"]))}
             for j, level in enumerate(entry["levels"]):
                 paths |= {f"{where}.levels[{j}].{key}" for key in ("normalized", "impact", "mean_return", "flip_rate")}
                 paths -= {
@@ -137,16 +145,17 @@ def expected_paths(record: dict[str, Any]) -> set[str]:
 
 def test_the_card_pages_load_and_show_the_records_numbers(browser: Any, tmp_path: Path) -> None:
     cards = {"cartpole": cartpole(), "subset": subset(), "corruptions": corruptions(), "unrated": unrated()}
+    cards.update({f"{name}-v2": graded(cards[name]) for name in ("cartpole", "subset", "corruptions")})
     animation = {"clean": frames(12), "worst": frames(8, seed=3), "worst_label": "fog, level 5"}
     for name, record in cards.items():
-        out = write_robustness_card(record, tmp_path / name, animation if name == "corruptions" else None)
+        out = write_robustness_card(record, tmp_path / name, animation if name.startswith("corruptions") else None)
         shown = visit(browser, out / "card.html")
         stars = record["overall"]["stars"]
         assert shown["rating"] == {"stars": str(stars) if stars else "", "text": f"{stars}/5" if stars else "not rated"}
         paths = check_numbers(shown, [record])
         assert expected_paths(record) <= paths, sorted(expected_paths(record) - paths)
         # badge, severity curves (none when nothing is rated), recovery, animation
-        count = 1 + (record["rated"]) + (record["recovery"] is not None) + (name == "corruptions")
+        count = 1 + record.get("rated", True) + (record["recovery"] is not None) + name.startswith("corruptions")
         assert len(shown["images"]) == count, shown["images"]
 
 
@@ -159,3 +168,9 @@ def test_the_leaderboard_loads_and_shows_each_cards_numbers(browser: Any, tmp_pa
     assert len(shown["images"]) == len(league)
     paths = check_numbers(shown, league)
     assert {f"$.families[{i}].ausc" for i in range(len(best["families"]))} <= paths
+    league = [graded(record) for record in (subset(), best)]
+    dirs = [write_robustness_card(record, tmp_path / f"v2-{i}") for i, record in enumerate(league)]
+    shown = visit(browser, write_robustness_leaderboard(dirs, tmp_path / "board-v2"))
+    assert shown["ranks"] == ["1", "0"]
+    paths = check_numbers(shown, league)
+    assert {f"$.families[{i}].score" for i in range(len(best["families"]))} <= paths

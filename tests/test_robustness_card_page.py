@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_robustness_cards import cartpole, corruptions, frames, subset, unrated, variant
+from helpers_robustness_cards import cartpole, corruptions, frames, graded, subset, unrated, variant
 
 from rlwrappers.error import InvalidArgument, InvalidType, MissingFile
 from rlwrappers.report.card import (
@@ -91,15 +91,19 @@ def check_numbers(page: str, records: list[dict[str, Any]]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def records() -> dict[str, dict[str, Any]]:
-    return {"cartpole": cartpole(), "subset": subset(), "corruptions": corruptions(), "unrated": unrated()}
+    formats_1 = {"cartpole": cartpole(), "subset": subset(), "corruptions": corruptions(), "unrated": unrated()}
+    formats_2 = {f"{name}-v2": graded(formats_1[name]) for name in ("cartpole", "subset", "corruptions")}
+    return {**formats_1, **formats_2}
 
 
 # ---------------------------------------------------------------------------------------------- the schema
 
 
-def test_the_schema_is_valid_draft_2020_12() -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_schema_is_valid_draft_2020_12(version: int) -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    schema = robustness_card_schema()
+    schema = robustness_card_schema(version)
+    assert schema["properties"]["format_version"] == {"const": version}
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["additionalProperties"] is False
@@ -144,7 +148,8 @@ def _broken(record: dict[str, Any], path: list[Any], value: Any = None, *, delet
         ),
         (["clean", "ci", 1], math.inf, False, r"\$\.clean\.ci\[1\] holds inf: JSON has no NaN"),
         (["agent", "colour"], "blue", False, r"\$\.agent\.colour is not a field of a robustness card"),
-        (["format_version"], 2, False, r"\$\.format_version holds 2"),
+        (["format_version"], 2, False, r"\$\.rated is not a field of a robustness card \(format version 2\)"),
+        (["format_version"], 3, False, r"\$\.format_version holds 3, not a card format version: \[1, 2\]"),
         (["settings", "mode"], "slow", False, r"\$\.settings\.mode holds 'slow', which is not one of"),
         (["families", 0, "levels", 0, "level"], True, False, r"\$\.families\[0\]\.levels\[0\]\.level .*holds True"),
         (
@@ -224,21 +229,23 @@ def test_reading_a_missing_or_damaged_card_names_the_file(records: dict[str, dic
 # ---------------------------------------------------------------------------------------------- the page
 
 
-@pytest.mark.parametrize("name", ["cartpole", "subset", "corruptions", "unrated"])
+@pytest.mark.parametrize("name", ["cartpole", "subset", "corruptions", "unrated", "cartpole-v2", "corruptions-v2"])
 def test_the_page_is_self_contained_and_traces_every_number(records: dict[str, dict[str, Any]], name: str) -> None:
     record = records[name]
     page = robustness_card_html(record)
     assert_self_contained(page)
     paths = set(check_numbers(page, [record]))
+    key = "skill" if name.endswith("-v2") else "normalized"
     levels = {
-        f"$.families[{i}].levels[{j}].normalized"
+        f"$.families[{i}].levels[{j}].{key}"
         for i, f in enumerate(record["families"])
         for j, x in enumerate(f["levels"])
-        if x["normalized"] is not None
+        if x[key] is not None
     }
     assert levels <= paths
+    area = "score" if name.endswith("-v2") else "ausc"
     subs = {
-        f"$.families[{i}].sub_families[{k}].ausc"
+        f"$.families[{i}].sub_families[{k}].{area}"
         for i, f in enumerate(record["families"])
         for k, _ in enumerate(f["sub_families"] or ())
     }
@@ -381,3 +388,45 @@ def test_a_margin_too_thin_for_intervals_is_said_under_the_rating(records: dict[
         level["impact_ci"] = None
     validate_robustness_card(thin)
     assert 'id="thin-margin"' in robustness_card_html(thin)
+
+
+# ---------------------------------------------------------------------------------------------- format 2
+
+
+def test_a_format_2_page_rates_skill_says_how_sure_and_shows_the_relative_numbers_apart(
+    records: dict[str, dict[str, Any]],
+) -> None:
+    record = records["cartpole-v2"]
+    page = robustness_card_html(record)
+    stars = record["overall"]["stars"]
+    assert f'<span id="rating-text">{stars}/5</span>' in page
+    assert 'id="stars-probability"' in page
+    paths = set(check_numbers(page, [record]))
+    assert {f"$.overall.stars_probability[{k}]" for k in range(5)} <= paths
+    assert {"$.overall.score", "$.overall.score_ci[0]", "$.clean.skill", "$.reference_return"} <= paths
+    assert {"$.families[0].relative.ausc", "$.families[0].relative.tolerated", "$.families[0].score"} <= paths
+    assert "$.overall.relative.mean_ausc" in paths
+    assert "rate nothing" in page and "the env&#x27;s maximum return" in page  # the reference's source
+    subset_page = robustness_card_html(records["subset-v2"])
+    assert '<span id="rating-text">not rated</span>' in subset_page and 'id="stars-probability"' not in subset_page
+    assert "not every family of ladder card-v2 was run" in subset_page
+
+
+def test_a_format_2_leaderboard_ranks_by_stars_score_and_clean_skill(records: dict[str, dict[str, Any]]) -> None:
+    best = records["cartpole-v2"]
+    worse = copy.deepcopy(best)
+    worse["agent"]["name"] = "worse"
+    worse["overall"]["score"] -= 0.01
+    weaker = copy.deepcopy(best)
+    weaker["agent"]["name"] = "weaker"
+    weaker["clean"]["skill"] -= 0.2
+    fewer = variant(best, "fewer", stars=best["overall"]["stars"] - 1, score=0.99)
+    league = [records["subset-v2"], weaker, fewer, worse, best, variant(best, "tie")]
+    page = robustness_leaderboard_html(league)
+    rows = re.findall(r'<tr data-card="(\d+)" data-rank="(\d*)">', page)
+    assert rows == [("4", "1"), ("5", "1"), ("1", "3"), ("3", "4"), ("2", "5"), ("0", "")]
+    paths = check_numbers(page, league)
+    assert paths.count("$.overall.score") == 6 and paths.count("$.overall.relative.mean_ausc") == 5  # subset: none
+    assert "ranks nothing" in page
+    with pytest.raises(InvalidArgument, match="one ladder version: records\\[0\\] has ladder 'card-v1'"):
+        robustness_leaderboard_html([records["cartpole"], best])

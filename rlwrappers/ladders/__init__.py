@@ -4,8 +4,10 @@ A robustness card grades an agent under each family of shift at five levels. A l
 one env, in a file shipped with the package (``rlwrappers/ladders/<version>/<env id, "/" as "-">.json``), so
 that cards made with one version compare. :func:`ladder` reads one, :meth:`Ladder.arms` lists its arms (one
 per family, sub-family and level, each a list of perturbation entry dicts that
-:meth:`rlwrappers.core.Entry.parse` reads), and :attr:`Ladder.random_return` is the uniform-random policy's mean
-return, the zero of :func:`rlwrappers.metrics.card.impact`. The files are made by
+:meth:`rlwrappers.core.Entry.parse` reads). :attr:`Ladder.random_return` and :attr:`Ladder.reference_return` are
+the returns skill runs between (:func:`rlwrappers.metrics.grade.skill`: 0 and 1), each stated in the file with its
+source and protocol (:attr:`Ladder.random`, :attr:`Ladder.reference`), and :attr:`Ladder.reference_agents` names
+the env's vanilla agents its ranges are judged on. The files are made by
 :func:`rlwrappers.ladders.calibration.calibrate` (``scripts/calibrate_ladders.py`` rewrites them all), and a test
 checks that they equal what it makes now, byte for byte.
 
@@ -15,8 +17,10 @@ go under the shifts (``EnvSetup(kwargs=ladder.env_kwargs, wrappers=preprocessing
 for :func:`rlwrappers.evaluate`), so the shifts act on the agent's input. The calibration builds the env the same
 way (:func:`rlwrappers.ladders.calibration.make_env`).
 
-Version ``card-v1`` (:data:`LADDER`) has ladders for CartPole-v1, Pendulum-v1, Hopper-v5, rlwrappers/Catch-v0,
+Version ``card-v2`` (:data:`LADDER`) has ladders for CartPole-v1, Pendulum-v1, Hopper-v5, rlwrappers/Catch-v0,
 BreakoutNoFrameskip-v4 and rlwrappers/ToyboxBreakout-v0. Its constants live in :mod:`rlwrappers.ladders.definition`.
+The files of ``card-v1`` (:data:`EARLIER`), which have the same levels but no reference return, still ship and
+read (``ladder(env_id, "card-v1")``), so that card-v1 cards compare among themselves.
 
 =============================  ================================  ==============  ======
 env                            env_kwargs                        preprocessing   kind
@@ -47,9 +51,11 @@ episodes whole games): ``action_space.seed(0)``, and episode ``i`` (from 0) rese
 is each observation dimension's standard deviation over every observation seen (those after each reset included),
 ``state_sigma_d`` the same of the simulator's state vector (what ``init_noise`` perturbs:
 :func:`rlwrappers.state.simulators.simulator`'s ``get_state()``), both to six significant digits;
-``random_return`` is the mean return over the episodes that ended within the 10,000 steps (to six significant
-digits): for Breakout, the mean score of the 55 whole games that ended within them (1.6), enough for a mean, so
-Breakout needs no more steps than the other envs. Products ``k * sigma_d`` are kept to ten significant digits.
+the measured random return (``calibration.random_return``) is the mean return over the episodes that ended
+within the 10,000 steps (to six significant digits; for Breakout, the mean score of the 55 whole games that ended
+within them, 1.6). ``random_return`` is the measured one unless the literature publishes one: Breakout's is the
+published 1.7, beside its published human score, 30.5, as the reference. Products ``k * sigma_d`` are kept to
+ten significant digits.
 
 **Vector envs** (float observations), level 1 to 5:
 
@@ -153,11 +159,12 @@ from typing import Any
 
 from rlwrappers.error import InvalidArgument, InvalidType, UnknownName, did_you_mean
 from rlwrappers.ladders.calibration import DIRECTORY, calibrate, file_name, to_json, write
-from rlwrappers.ladders.definition import CORRUPTIONS, FAMILIES, LADDER, LEVELS, PREPROCESSING, Family
+from rlwrappers.ladders.definition import CORRUPTIONS, EARLIER, FAMILIES, LADDER, LEVELS, PREPROCESSING, Family
 from rlwrappers.ladders.preprocessing import preprocessing_wrappers
 
 __all__ = [
     "CORRUPTIONS",
+    "EARLIER",
     "FAMILIES",
     "LADDER",
     "LEVELS",
@@ -247,6 +254,10 @@ class Ladder:
         recovery: the recovery test.
         interventions: the interventions on state the card shows, not rated (none where the env's state
             cannot be written).
+        reference: the reference return, skill 1, with its source and protocol (``{"return", "source",
+            "protocol"}``); None in card-v1 files, which grade loss only.
+        random: the random return's source and protocol, as ``reference`` (None in card-v1 files).
+        reference_agents: the vanilla agents the ranges are calibrated on, each ``{"name", "sha256"}``.
     """
 
     version: str
@@ -259,6 +270,14 @@ class Ladder:
     families: Mapping[str, Any]
     recovery: Recovery
     interventions: tuple[LadderIntervention, ...] = ()
+    reference: Mapping[str, Any] | None = None
+    random: Mapping[str, Any] | None = None
+    reference_agents: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def reference_return(self) -> float | None:
+        """The reference return, skill 1 (None for card-v1 ladders)."""
+        return None if self.reference is None else float(self.reference["return"])
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Ladder:
@@ -268,7 +287,7 @@ class Ladder:
             InvalidArgument: a key is missing, a family is not one of :data:`FAMILIES`, ``env_kwargs`` is not a
                 dict, or ``preprocessing`` is neither a name nor null.
         """
-        required = (
+        required: tuple[str, ...] = (
             "ladder",
             "env_id",
             "env_kwargs",
@@ -279,6 +298,8 @@ class Ladder:
             "families",
             "recovery",
         )
+        if data.get("ladder") not in EARLIER:  # card-v2 on: skill needs the reference and random returns
+            required = (*required, "random", "reference", "reference_agents")
         missing = [key for key in required if key not in data]
         if missing:
             raise InvalidArgument(f"a ladder needs the keys {missing}, received keys {list(data)}")
@@ -312,6 +333,9 @@ class Ladder:
                 LadderIntervention(str(item["name"]), str(item["doc"]), copy.deepcopy(list(item["entries"])))
                 for item in data.get("interventions", [])
             ),
+            reference=copy.deepcopy(data.get("reference")),
+            random=copy.deepcopy(data.get("random")),
+            reference_agents=tuple(copy.deepcopy(list(data.get("reference_agents", [])))),
         )
 
     @classmethod

@@ -306,6 +306,14 @@ def calibrate(env_id: str) -> dict[str, Any]:
             },
         }
 
+    published = card.PUBLISHED_RANDOM.get(env_id)
+    measured_random = card.Reference(
+        m.random_return,
+        f"measured: a uniform-random policy's mean return over the {m.episodes} episodes that ended within"
+        f" {card.CALIBRATION_STEPS:,} steps (seeds from {card.CALIBRATION_SEED})",
+        "the card's own episodes",
+    )
+    random = published or measured_random
     return {
         "ladder": card.LADDER,
         "env_id": env_id,
@@ -319,12 +327,30 @@ def calibrate(env_id: str) -> dict[str, Any]:
             "obs_std": m.obs_std,
             "state_std": m.state_std,
             "random_episodes": m.episodes,
+            "random_return": m.random_return,
         },
-        "random_return": m.random_return,
+        "random_return": random.value,
+        "random": _reference(random),
+        "reference": _reference(card.REFERENCES[env_id]),
+        "reference_agents": [_reference_agent(agent) for agent in card.REFERENCE_AGENTS[env_id]],
         "families": families,
         "recovery": _recovery(env_id, obs_noise),
         "interventions": _interventions(env_id),
     }
+
+
+def _reference(reference: card.Reference) -> dict[str, Any]:
+    return {"return": reference.value, "source": reference.source, "protocol": reference.protocol}
+
+
+def _reference_agent(agent: card.ReferenceAgent) -> dict[str, Any]:
+    """A reference agent's name and its weights' SHA-256 (a zoo agent's from its card)."""
+    if agent.sha256 is not None:
+        return {"name": agent.name, "sha256": agent.sha256}
+    from rlwrappers import zoo
+
+    name, _, seed = agent.name.partition("@")
+    return {"name": agent.name, "sha256": zoo.card(name)["seeds"][seed]["sha256"]}
 
 
 def to_json(ladder: Mapping[str, Any]) -> str:

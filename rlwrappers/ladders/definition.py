@@ -1,4 +1,4 @@
-"""The constants of ladder version card-v1: families, their severity levels, the calibration and recovery settings.
+"""The constants of ladder version card-v2: families, levels, references, the calibration and recovery settings.
 
 :mod:`rlwrappers.ladders` documents them as one table; :mod:`rlwrappers.ladders.calibration` turns them into the
 shipped files. Each tuple holds one value per level, 1 (barely noticeable) to 5 (severe).
@@ -40,6 +40,9 @@ __all__ = [
     "PARAM_NOISE_STD",
     "PERSPECTIVE_NORM",
     "PREPROCESSING",
+    "PUBLISHED_RANDOM",
+    "REFERENCES",
+    "REFERENCE_AGENTS",
     "RECOVERY",
     "RECOVERY_LEVEL",
     "REPEATED_LEVELS",
@@ -47,13 +50,18 @@ __all__ = [
     "STICKY_P",
     "TRANSLATE_TI",
     "TRANSLATE_TJ",
+    "EARLIER",
     "Family",
     "RecoveryWindow",
+    "Reference",
+    "ReferenceAgent",
     "ShownIntervention",
 ]
 
 #: The ladder version: files, tables and scores made with one version compare with each other only.
-LADDER: Final = "card-v1"
+LADDER: Final = "card-v2"
+#: The versions before it, whose files the package still ships and reads (their cards stay readable).
+EARLIER: Final = ("card-v1",)
 #: The severity levels, mildest first.
 LEVELS: Final = (1, 2, 3, 4, 5)
 
@@ -125,7 +133,7 @@ CORRUPTIONS: Final[Mapping[str, Family]] = {
     "jpeg": Family("JPEG compression", {"image": "JPEG quality (falls as the level rises)"}),
 }
 
-#: The envs card-v1 has a ladder for, in order.
+#: The envs the version has a ladder for, in order.
 ENVS: Final = (
     "CartPole-v1",
     "Pendulum-v1",
@@ -163,6 +171,102 @@ ENV_PREPROCESSING: Final[Mapping[str, str]] = {
     "BreakoutNoFrameskip-v4": "atari-games",
     "rlwrappers/ToyboxBreakout-v0": "atari-games",
 }
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A return a ladder grades skill against, and where it comes from.
+
+    ``value`` is the return, ``source`` who measured or defined it, ``protocol`` how an episode is played for it.
+    """
+
+    value: float
+    source: str
+    protocol: str
+
+
+#: Mnih et al. (2015), "Human-level control through deep reinforcement learning", Nature 518, Extended Data
+#: Table 2, which the Atari-57 literature (Badia et al. 2020, "Agent57") reuses.
+_ATARI_SOURCE: Final = (
+    "Mnih et al. (2015), Human-level control through deep reinforcement learning, Nature 518:529-533, Extended"
+    " Data Table 2 (the Atari-57 literature's human and random scores, reused by Badia et al. 2020, Agent57)"
+)
+_ATARI_PROTOCOL: Final = (
+    "whole games of at most 18,000 frames (5 minutes at 60 Hz), starting after up to 30 no-op frames, unclipped"
+    " score; the card plays them so (atari-games preprocessing: SB3's AtariWrapper no-op starts, the 18,000-frame"
+    " cap)"
+)
+_BREAKOUT_HUMAN: Final = Reference(30.5, _ATARI_SOURCE + ": the human tester's score", _ATARI_PROTOCOL)
+
+#: The reference return of each env, skill 1 (:func:`rlwrappers.metrics.grade.skill`).
+REFERENCES: Final[Mapping[str, Reference]] = {
+    "CartPole-v1": Reference(
+        500.0,
+        "the env's maximum return: a reward of 1 per step under gymnasium's 500-step time limit (its"
+        " reward_threshold, 475, is the bar for solving it, not the best return)",
+        "one episode, up to 500 steps",
+    ),
+    "Pendulum-v1": Reference(
+        0.0,
+        "the env's bound on returns: each step's reward, -(theta^2 + 0.1 theta_dot^2 + 0.001 torque^2), is at most"
+        " 0; Gymnasium states no reward_threshold, and a swing-up from the random start costs every agent some"
+        " return (the zoo's TD3 agents keep about 0.9 of the way from random to it)",
+        "one episode of 200 steps",
+    ),
+    "Hopper-v5": Reference(
+        3800.0,
+        "gymnasium's reward_threshold for Hopper-v5 (its registration), a return that SAC and TD3 agents reach",
+        "one episode, up to 1,000 steps, with the env's default reward weights",
+    ),
+    "rlwrappers/Catch-v0": Reference(
+        10.0, "the env's maximum return: every one of its 10 balls caught (+1 each)", "one episode of 10 balls"
+    ),
+    "BreakoutNoFrameskip-v4": _BREAKOUT_HUMAN,
+    "rlwrappers/ToyboxBreakout-v0": Reference(
+        _BREAKOUT_HUMAN.value,
+        "ALE Breakout's human score, " + _BREAKOUT_HUMAN.source + "; Toybox reimplements Atari Breakout with its"
+        " scoring (1 to 7 points a brick by row), and no human score of its own is published",
+        _ATARI_PROTOCOL,
+    ),
+}
+#: The random policy's return where the literature publishes one: it replaces the measured one, so that skill
+#: follows the literature's normalization.
+PUBLISHED_RANDOM: Final[Mapping[str, Reference]] = {
+    "BreakoutNoFrameskip-v4": Reference(1.7, _ATARI_SOURCE + ": the random agent's score", _ATARI_PROTOCOL),
+}
+
+
+@dataclass(frozen=True)
+class ReferenceAgent:
+    """A vanilla agent a ladder's ranges are calibrated on: a zoo name with its training seed, or a file's name.
+
+    ``sha256`` is given for files outside the zoo (the zoo's cards hold their agents' hashes).
+    """
+
+    name: str
+    sha256: str | None = None
+
+
+#: Each env's vanilla reference agents: trained on the clean env (never under a shift, so the agents trained under
+#: one are held out as the card's validity test), training seeds 0 to 2 where the zoo has them.
+_BREAKOUT_AGENTS: Final = (
+    ReferenceAgent(
+        "ppo-BreakoutNoFrameskip-v4-seed0.zip", "4b7b59db29387845bd09e1626d4fbeee11d5de3d5142a41640af10b5ccb87c55"
+    ),
+    ReferenceAgent(
+        "dqn-BreakoutNoFrameskip-v4-seed0.zip", "9f3aa321dbad7f82b982602e16ac09a446a25c5429a299023bb905497e0824a0"
+    ),
+)
+REFERENCE_AGENTS: Final[Mapping[str, tuple[ReferenceAgent, ...]]] = {
+    "CartPole-v1": tuple(ReferenceAgent(f"ppo-CartPole-v1@{seed}") for seed in range(3)),
+    "Pendulum-v1": tuple(ReferenceAgent(f"td3-Pendulum-v1@{seed}") for seed in range(3)),
+    "Hopper-v5": (ReferenceAgent("ppo-Hopper-v5@0"),),
+    "rlwrappers/Catch-v0": tuple(ReferenceAgent(f"ppo-Catch-v0@{seed}") for seed in range(3)),
+    # The two Breakout agents of the project's shared agents (SB3's PPO and DQN; see docs/agents.md).
+    "BreakoutNoFrameskip-v4": _BREAKOUT_AGENTS,
+    "rlwrappers/ToyboxBreakout-v0": _BREAKOUT_AGENTS,
+}
+
 
 # Calibration: a uniform-random policy for a fixed number of steps.
 CALIBRATION_POLICY: Final = "uniform-random"

@@ -1,9 +1,12 @@
 """A robustness card as files: its record checked against the schema, its page, its badge, and a leaderboard.
 
 A robustness card grades one agent on one env under the families of shift of a severity ladder, each at levels 1
-to 5 (the scores are :mod:`rlwrappers.metrics.card`'s). The runner hands over one record, a dict of format
-``rlwrappers-robustness-card`` version 1; ``robustness_card.schema.json`` beside this module (JSON Schema, draft
-2020-12) says every field, and :func:`robustness_card_schema` returns it. Here the record becomes files::
+to 5 (the grade is :mod:`rlwrappers.metrics.grade`'s). The runner hands over one record, a dict of format
+``rlwrappers-robustness-card`` version 2 (ladder card-v2: skill, scores, stars and their probability);
+``robustness_card.v2.schema.json`` beside this module (JSON Schema, draft 2020-12) says every field, and
+:func:`robustness_card_schema` returns it. Cards of version 1 (ladder card-v1, graded by loss relative to the
+agent's own clean return, :mod:`rlwrappers.metrics.card`), checked against ``robustness_card.schema.json``, still
+read, draw and rank among themselves. Here the record becomes files::
 
     <out_dir>/
       card.json    the record: sorted keys, indented, no NaN (null stands for "not rated / not applicable")
@@ -47,6 +50,7 @@ from rlwrappers._optional import require
 from rlwrappers.agents.training import describe
 from rlwrappers.error import InvalidArgument, InvalidType, MissingFile
 from rlwrappers.metrics.card import STAR_THRESHOLDS, TOLERATED
+from rlwrappers.metrics.grade import FAMILY_STARS, SCORE_STARS
 from rlwrappers.report.html import figures_html, html_page
 from rlwrappers.report.plots import figure, figure_row, palette_colour
 
@@ -68,10 +72,11 @@ __all__ = [
 
 #: The ``format`` of a robustness card's record.
 ROBUSTNESS_CARD_FORMAT: Final = "rlwrappers-robustness-card"
-#: The ``format_version`` this module reads and writes.
-ROBUSTNESS_CARD_FORMAT_VERSION: Final = 1
+#: The ``format_version`` the card runner writes now.
+ROBUSTNESS_CARD_FORMAT_VERSION: Final = 2
+#: Each ``format_version`` this module reads, and its schema's file.
+_SCHEMA_FILES: Final = {1: "robustness_card.schema.json", 2: "robustness_card.v2.schema.json"}
 
-_SCHEMA_FILE: Final = "robustness_card.schema.json"
 _CARD_FILE: Final = "card.json"
 _PAGE_FILE: Final = "card.html"
 _BADGE_FILE: Final = "badge.svg"
@@ -102,21 +107,30 @@ img.badge { vertical-align: middle; }
 """
 
 
-def robustness_card_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of a robustness card's record, format version 1, as a new dict.
+def robustness_card_schema(version: int = ROBUSTNESS_CARD_FORMAT_VERSION) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a robustness card's record of format ``version``, as a new dict.
 
     Example:
         >>> schema = robustness_card_schema()
         >>> schema["properties"]["format"], schema["properties"]["format_version"]
-        ({'const': 'rlwrappers-robustness-card'}, {'const': 1})
+        ({'const': 'rlwrappers-robustness-card'}, {'const': 2})
+        >>> robustness_card_schema(1)["properties"]["format_version"]
+        {'const': 1}
+
+    Raises:
+        InvalidArgument: no such format version.
     """
-    text = resources.files("rlwrappers.report").joinpath(_SCHEMA_FILE).read_text(encoding="utf-8")
+    if version not in _SCHEMA_FILES or isinstance(version, bool):
+        raise InvalidArgument(
+            f"`version` must be a card format version, one of {list(_SCHEMA_FILES)}, received {version!r}"
+        )
+    text = resources.files("rlwrappers.report").joinpath(_SCHEMA_FILES[version]).read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 
 
 @functools.cache
-def _validator() -> Any:
+def _validator(version: int) -> Any:
     """A draft 2020-12 validator of the schema; a tuple counts as an array, and only int and float as numbers."""
     jsonschema = require("jsonschema", purpose="checking robustness cards")
     base = jsonschema.Draft202012Validator
@@ -126,7 +140,7 @@ def _validator() -> Any:
             "number": lambda _, value: isinstance(value, (int, float)) and not isinstance(value, bool),
         }
     )
-    return jsonschema.validators.extend(base, type_checker=checker)(robustness_card_schema())
+    return jsonschema.validators.extend(base, type_checker=checker)(robustness_card_schema(version))
 
 
 def _json_path(parts: Iterable[str | int]) -> str:
@@ -173,7 +187,7 @@ def _whose(record: Any, parts: Sequence[str | int]) -> str:
     return f" ({', '.join(named)})" if named else ""
 
 
-def _schema_problem(error: Any) -> tuple[list[str | int], str]:
+def _schema_problem(error: Any, version: int) -> tuple[list[str | int], str]:
     """The path and the words of a jsonschema error."""
     parts = list(error.absolute_path)
     instance = error.instance
@@ -182,7 +196,7 @@ def _schema_problem(error: Any) -> tuple[list[str | int], str]:
         return [*parts, missing], "is missing"
     if error.validator == "additionalProperties" and isinstance(instance, Mapping):
         unknown = sorted(set(instance) - set(error.schema.get("properties", {})))[0]
-        words = f"is not a field of a robustness card (format version {ROBUSTNESS_CARD_FORMAT_VERSION})"
+        words = f"is not a field of a robustness card (format version {version})"
         return [*parts, unknown], words
     shown, message = repr(instance), str(error.message)
     if message.startswith(shown):
@@ -218,7 +232,7 @@ def _inconsistency(record: Mapping[str, Any]) -> tuple[list[str | int], str] | N
     if found is not None:
         return found
     stars = record["overall"]["stars"]
-    if stars is not None and not record["rated"]:
+    if stars is not None and not record.get("rated", True):
         return ["overall", "stars"], f"holds {stars}, but $.rated is false: a card that is not rated has null stars"
     if stars is not None and not record["settings"]["complete"]:
         return ["overall", "stars"], (
@@ -229,11 +243,11 @@ def _inconsistency(record: Mapping[str, Any]) -> tuple[list[str | int], str] | N
 
 
 def validate_robustness_card(record: Any) -> None:
-    """Checks a robustness card's record against its schema (format version 1), and that JSON can hold it.
+    """Checks a robustness card's record against the schema of its format version (1 or 2), and that JSON can hold it.
 
     Beyond the schema, no number may be NaN or infinite (JSON has none: null stands for "not rated"), no family
-    may be named twice nor give a level twice, and only a rated card of every family of its ladder
-    (``settings.complete``) may have overall stars. A tuple counts as a JSON array.
+    may be named twice nor give a level twice, and only a card of every family of its ladder
+    (``settings.complete``), and in version 1 a rated one, may have overall stars. A tuple counts as a JSON array.
 
     Raises:
         InvalidType: ``record`` is not a mapping.
@@ -251,11 +265,14 @@ def validate_robustness_card(record: Any) -> None:
             parts,
             f"holds {value}: JSON has no NaN or infinity; write null for a value not rated or not applicable",
         )
+    version: Any = record.get("format_version")
+    if problem is None and (version not in _SCHEMA_FILES or isinstance(version, bool)):
+        problem = (["format_version"], f"holds {_short(version)}, not a card format version: {list(_SCHEMA_FILES)}")
     if problem is None:
-        errors = list(_validator().iter_errors(record))
+        errors = list(_validator(version).iter_errors(record))
         if errors:
             best_match = require("jsonschema.exceptions", purpose="checking robustness cards").best_match
-            problem = _schema_problem(best_match(errors))
+            problem = _schema_problem(best_match(errors), int(version))
     if problem is None:
         problem = _inconsistency(record)
     if problem is not None:
@@ -446,7 +463,7 @@ def _all_families(record: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _unrated_reason(record: Mapping[str, Any]) -> str:
     """Why a card has no overall rating, as a sentence."""
-    if not record["rated"]:
+    if not record.get("rated", True):
         clean, random = record["clean"]["mean_return"], record["random_return"]
         return (
             f"the clean mean return ({clean:.4g}) is not above the random policy's ({random:.4g}), so there is no"
@@ -461,7 +478,14 @@ def _unrated_reason(record: Mapping[str, Any]) -> str:
     return "the record gives no overall rating."
 
 
+def _graded(record: Mapping[str, Any]) -> bool:
+    """Whether the card grades skill (format version 2 on), rather than loss relative to the clean return."""
+    return int(record["format_version"]) >= 2
+
+
 def _rating_html(record: Mapping[str, Any]) -> str:
+    if _graded(record):
+        return _skill_rating_html(record)
     overall = record["overall"]
     stars = overall["stars"]
     mean = _span(overall["mean_ausc"], 3, ["overall", "mean_ausc"], "mean_ausc")
@@ -500,6 +524,52 @@ def _rating_html(record: Mapping[str, Any]) -> str:
     return f'{head}{said}{thin}<p class="note">{rule}</p>\n</section>\n'
 
 
+def _skill_rating_html(record: Mapping[str, Any]) -> str:
+    """The rating of a card that grades skill: stars, their probability, the score and the worst family."""
+    overall = record["overall"]
+    stars = overall["stars"]
+    if stars is None:
+        head = (
+            '<section id="rating" class="rating" data-rated="false" data-stars="">\n'
+            '<div class="big unrated"><span id="rating-text">not rated</span></div>\n'
+            f'<p id="rating-reason">Not rated: {_e(_unrated_reason(record))}</p>\n'
+        )
+        chances = ""
+    else:
+        head = (
+            f'<section id="rating" class="rating" data-rated="true" data-stars="{stars}">\n'
+            f'<div class="big"><span class="glyphs" aria-label="{stars} of 5 stars">{_glyphs(stars)}</span> '
+            f'<span id="rating-text">{stars}/5</span></div>\n'
+        )
+        shares = [
+            f"{k}: {_span(p, 2, ['overall', 'stars_probability', k - 1], 'stars_probability', stars=k)}"
+            for k, p in enumerate(overall["stars_probability"], start=1)
+        ]
+        chances = (
+            '<p id="stars-probability">How sure: the share of bootstrap replicates of this card that give each'
+            f" number of stars, {', '.join(shares)}.</p>\n"
+        )
+    score = _span(overall["score"], 3, ["overall", "score"], "score")
+    score_ci = _interval(overall["score_ci"], 3, ["overall", "score_ci"], "score")
+    titles = {family["name"]: _title(family) for family in record["families"]}
+    worst = titles.get(overall["worst_family"], overall["worst_family"])
+    worst_score = _span(overall["worst_score"], 3, ["overall", "worst_score"], "worst_score")
+    relative = _span(overall["relative"]["mean_ausc"], 3, ["overall", "relative", "mean_ausc"], "relative_mean_ausc")
+    said = (
+        f"<p>Score {score} {score_ci} (the mean over the families of their mean skill, each level's clipped to"
+        f" [0, 1]); worst family <b>{_e(worst)}</b> ({worst_score}). Robustness relative to its own clean return"
+        f" (card-v1's mean AUSC, shown, rating nothing): {relative}.</p>\n"
+    )
+    overall_bars = ", ".join(f"{k} stars from {t:g}" for k, t in enumerate(SCORE_STARS, start=2))
+    family_bars = ", ".join(f"{k} stars {t:g}" for k, t in enumerate(FAMILY_STARS, start=2))
+    rule = (
+        f"Stars need both the score and every family's score to reach their bar: score {overall_bars}; every family"
+        f" at least, for {family_bars}. Skill is (R - R_random) / (R_ref - R_random): 0 plays as a random policy, 1"
+        " as the reference. No score or star falls when any mean return rises."
+    )
+    return f'{head}{chances}{said}<p class="note">{rule}</p>\n</section>\n'
+
+
 def _facts_html(record: Mapping[str, Any]) -> str:
     agent, settings, clean = record["agent"], record["settings"], record["clean"]
     digits = _return_digits(_returns(record))
@@ -525,15 +595,38 @@ def _facts_html(record: Mapping[str, Any]) -> str:
         ("every family of the ladder", "yes" if settings["complete"] else "no"),
         ("deterministic agent", "yes" if settings["deterministic"] else "no"),
         ("random policy's mean return", _span(record["random_return"], digits, ["random_return"], "random_return")),
+        *(_references(record, digits) if _graded(record) else ()),
         (
             "clean mean return [95% CI]",
             _span(clean["mean_return"], digits, ["clean", "mean_return"], "clean_mean_return")
             + " "
             + _interval(clean["ci"], digits, ["clean", "ci"], "clean"),
         ),
+        *(
+            (
+                (
+                    "clean skill [95% CI]",
+                    _span(clean["skill"], 3, ["clean", "skill"], "clean_skill")
+                    + " "
+                    + _interval(clean["skill_ci"], 3, ["clean", "skill_ci"], "clean_skill"),
+                ),
+            )
+            if _graded(record)
+            else ()
+        ),
     ]
     body = "".join(f"<tr><th>{name}</th><td>{value}</td></tr>\n" for name, value in rows)
     return f'<table id="facts">\n{body}</table>\n'
+
+
+def _references(record: Mapping[str, Any], digits: int) -> list[tuple[str, str]]:
+    """The facts' rows of the returns skill runs between: where each comes from."""
+    reference = _span(record["reference_return"], digits, ["reference_return"], "reference_return")
+    return [
+        ("random return's source", f"{_e(record['random']['source'])}; {_e(record['random']['protocol'])}"),
+        ("reference return (skill 1)", reference),
+        ("reference return's source", f"{_e(record['reference']['source'])}; {_e(record['reference']['protocol'])}"),
+    ]
 
 
 def _heat(normalized: float | None) -> str:
@@ -544,7 +637,8 @@ def _heat(normalized: float | None) -> str:
     return f' style="background: hsl({hue:.0f}, 65%, 88%)"'
 
 
-def _family_row(entry: Mapping[str, Any]) -> str:
+def _family_row(entry: Mapping[str, Any], graded: bool) -> str:
+    """A family's row: per level its skill (graded) or normalized return, then its scores and stars."""
     family, path, parent = entry["family"], entry["path"], entry["parent"]
     data = {"family": family["name"], "parent": parent}
     by_level = {level["level"]: (j, level) for j, level in enumerate(family["levels"])}
@@ -555,22 +649,36 @@ def _family_row(entry: Mapping[str, Any]) -> str:
             continue
         j, level = by_level[number]
         where = [*path, "levels", j]
-        value = _span(level["normalized"], 3, [*where, "normalized"], "normalized", level=number, **data)
-        ci = _interval(level["impact_ci"], 3, [*where, "impact_ci"], "normalized", one_minus=True, level=number, **data)
-        cells.append(
-            f'<td class="num" data-level="{number}"{_heat(level["normalized"])}>{value}<br><small>{ci}</small></td>'
-        )
-    ausc = _span(family["ausc"], 3, [*path, "ausc"], "ausc", **data)
-    ausc_ci = _interval(family["ausc_ci"], 3, [*path, "ausc_ci"], "ausc", **data)
-    tolerated = _span(family["tolerated"], 0, [*path, "tolerated"], "tolerated", **data)
+        if graded:
+            shown = level["skill"]
+            value = _span(shown, 3, [*where, "skill"], "skill", level=number, **data)
+            ci = _interval(level["skill_ci"], 3, [*where, "skill_ci"], "skill", level=number, **data)
+        else:
+            shown = level["normalized"]
+            value = _span(shown, 3, [*where, "normalized"], "normalized", level=number, **data)
+            ci = _interval(
+                level["impact_ci"], 3, [*where, "impact_ci"], "normalized", one_minus=True, level=number, **data
+            )
+        cells.append(f'<td class="num" data-level="{number}"{_heat(shown)}>{value}<br><small>{ci}</small></td>')
+    relative = family["relative"] if graded else family
+    ausc_path = [*path, "relative"] if graded else path
+    ausc = _span(relative["ausc"], 3, [*ausc_path, "ausc"], "ausc", **data)
+    ausc_ci = _interval(relative["ausc_ci"], 3, [*ausc_path, "ausc_ci"], "ausc", **data)
+    tolerated = _span(relative["tolerated"], 0, [*ausc_path, "tolerated"], "tolerated", **data)
     stars = _stars_cell(family["stars"], [*path, "stars"], **data)
     head = f"\u21b3 {_e(_title(family))}" if parent else f"<b>{_e(_title(family))}</b>"
     unit = f"<br><small>{_e(family['unit'])}</small>" if family["unit"] else ""
     parent_attribute = f' data-parent="{_e(parent)}"' if parent else ""
+    scores = f'<td class="num">{ausc}<br><small>{ausc_ci}</small></td><td class="num">{tolerated}</td>'
+    if graded:
+        score = _span(family["score"], 3, [*path, "score"], "score", **data)
+        score_ci = _interval(family["score_ci"], 3, [*path, "score_ci"], "score", **data)
+        scores = f'<td class="num">{score}<br><small>{score_ci}</small></td><td>{stars}</td>{scores}'
+    else:
+        scores += f"<td>{stars}</td>"
     return (
         f'<tr class="{"sub" if parent else "family"}" data-family="{_e(family["name"])}"{parent_attribute}>'
-        f'<th>{head}{unit}</th>{"".join(cells)}<td class="num">{ausc}<br><small>{ausc_ci}</small></td>'
-        f'<td class="num">{tolerated}</td><td>{stars}</td></tr>\n'
+        f"<th>{head}{unit}</th>{''.join(cells)}{scores}</tr>\n"
     )
 
 
@@ -578,7 +686,21 @@ def _families_html(record: Mapping[str, Any]) -> str:
     if not record["families"]:
         return "<p>No family of shift was run.</p>\n"
     head = "".join(f"<th>level {number}</th>" for number in _LEVELS)
-    rows = "".join(_family_row(entry) for entry in _all_families(record))
+    graded = _graded(record)
+    rows = "".join(_family_row(entry, graded) for entry in _all_families(record))
+    if graded:
+        return (
+            "<p>Per family of shift and severity level, the skill <code>(R - R_random) / (R_ref - R_random)</code> (1:"
+            " as the reference return, 0: as a random policy) with its 95% paired-bootstrap interval; then the family's"
+            " score (the mean of its levels' skill, each clipped to [0, 1]) with its interval and its stars. The last"
+            " two columns are the robustness relative to the agent's own clean return, card-v1's numbers: the area"
+            " under the severity curve of <code>1 - impact</code> and the tolerated level (every level up to it keeps"
+            f" at least {TOLERATED:g} of the clean return's margin over random). They are shown and rate nothing: an"
+            " agent that is poor everywhere loses little against itself. Indented rows are sub-families.</p>\n"
+            f'<table id="families">\n<thead><tr><th>family</th>{head}<th>score [95% CI]</th><th>stars</th>'
+            "<th>relative AUSC [95% CI]</th><th>relative tolerated level</th></tr></thead>\n<tbody>\n"
+            f"{rows}</tbody>\n</table>\n"
+        )
     return (
         "<p>Per family of shift and severity level, the normalized return <code>1 - impact</code> (1: as clean, 0: as"
         " a random policy) with its 95% paired-bootstrap interval; then the area under the severity curve (AUSC,"
@@ -594,6 +716,7 @@ def _levels_html(record: Mapping[str, Any]) -> str:
     if not record["families"]:
         return ""
     digits = _return_digits(_returns(record))
+    graded = _graded(record)
     rows = []
     for entry in _all_families(record):
         family, path, parent = entry["family"], entry["path"], entry["parent"]
@@ -604,8 +727,14 @@ def _levels_html(record: Mapping[str, Any]) -> str:
             spec = "<br>".join(f"<code>{_e(s)}</code>" for s in level["spec"]) or "n/a"
             impact = _span(level["impact"], 3, [*where, "impact"], "impact", level=number, **data)
             ci = _interval(level["impact_ci"], 3, [*where, "impact_ci"], "impact", level=number, **data)
+            skill = []
+            if graded:
+                value = _span(level["skill"], 3, [*where, "skill"], "skill", level=number, **data)
+                skill_ci = _interval(level["skill_ci"], 3, [*where, "skill_ci"], "skill", level=number, **data)
+                skill = [f"{value}<br><small>{skill_ci}</small>" if skill_ci else value]
             cells = [
                 _span(level["mean_return"], digits, [*where, "mean_return"], "mean_return", level=number, **data),
+                *skill,
                 f"{impact}<br><small>{ci}</small>" if ci else impact,
                 _span(level["normalized"], 3, [*where, "normalized"], "normalized", level=number, **data),
                 _span(level["flip_rate"], 3, [*where, "flip_rate"], "flip_rate", level=number, **data),
@@ -616,15 +745,17 @@ def _levels_html(record: Mapping[str, Any]) -> str:
                 + "".join(f'<td class="num">{c}</td>' for c in cells)
                 + "</tr>\n"
             )
+    skill_words = ", the skill with its interval" if graded else ""
+    skill_head = "<th>skill [95% CI]</th>" if graded else ""
+    relative = " (relative to the clean return)" if graded else ""
     return (
-        "<h2>Every level</h2>\n<p>The wrapper specs each level ran, the mean return over every seed and episode, the"
-        " impact <code>(R_clean - R_level) / (R_clean - R_random)</code> with its interval, and the flip rate (the"
-        " share of decisions where the shift changed the agent's action on the same observation), where the family has"
-        " one.</p>\n"
+        "<h2>Every level</h2>\n<p>The wrapper specs each level ran, the mean return over every seed and episode"
+        f"{skill_words}, the impact <code>(R_clean - R_level) / (R_clean - R_random)</code> with its interval, and"
+        " the flip rate (the share of decisions where the shift changed the agent's action on the same observation),"
+        " where the family has one.</p>\n"
         '<table id="levels">\n<thead><tr><th>family</th><th>level</th><th>spec</th><th>mean return</th>'
-        "<th>impact [95% CI]</th><th>normalized return</th><th>flip rate</th></tr></thead>\n<tbody>\n"
-        + "".join(rows)
-        + "</tbody>\n</table>\n"
+        f"{skill_head}<th>impact{relative} [95% CI]</th><th>normalized return</th><th>flip rate</th></tr></thead>\n"
+        "<tbody>\n" + "".join(rows) + "</tbody>\n</table>\n"
     )
 
 
@@ -677,23 +808,34 @@ def _interventions_html(record: Mapping[str, Any]) -> str:
         why = "this env's state cannot be written" if record["settings"]["complete"] else "a card of some families"
         return f"{title}<p>None were made ({why}).</p>\n"
     digits = _return_digits(_returns(record))
+    graded = _graded(record)
     rows = []
     for i, x in enumerate(interventions):
         where: list[str | int] = ["interventions", i]
         spec = "<br>".join(f"<code>{_e(s)}</code>" for s in x["spec"]) or "n/a"
         impact = _span(x["impact"], 3, [*where, "impact"], "impact")
         ci = _interval(x["impact_ci"], 3, [*where, "impact_ci"], "impact")
+        skill = ""
+        if graded:
+            value = _span(x["skill"], 3, [*where, "skill"], "skill")
+            skill_ci = _interval(x["skill_ci"], 3, [*where, "skill_ci"], "skill")
+            skill = (
+                f'<td class="num">{value}<br><small>{skill_ci}</small></td>'
+                if skill_ci
+                else f'<td class="num">{value}</td>'
+            )
         rows.append(
             f'<tr data-intervention="{_e(x["name"])}"><td>{_e(x["name"])}</td><td>{_e(x["doc"])}</td><td>{spec}</td>'
-            f'<td class="num">{_span(x["mean_return"], digits, [*where, "mean_return"], "mean_return")}</td>'
+            f'<td class="num">{_span(x["mean_return"], digits, [*where, "mean_return"], "mean_return")}</td>{skill}'
             f'<td class="num">{f"{impact}<br><small>{ci}</small>" if ci else impact}</td></tr>\n'
         )
     return (
         f"{title}<p>Changes made once to the env's state mid-episode, after which the episode plays on from the"
-        " changed state: their mean return and impact against the same clean episodes, shown for what they say,"
-        " part of no score.</p>\n"
+        f" changed state: their mean return{', skill' if graded else ''} and impact against the same clean episodes,"
+        " shown for what they say, part of no score.</p>\n"
         '<table id="interventions">\n<thead><tr><th>intervention</th><th>what it does</th><th>spec</th>'
-        f"<th>mean return</th><th>impact [95% CI]</th></tr></thead>\n<tbody>\n{''.join(rows)}</tbody>\n</table>\n"
+        f"<th>mean return</th>{'<th>skill [95% CI]</th>' if graded else ''}<th>impact [95% CI]</th></tr></thead>\n"
+        f"<tbody>\n{''.join(rows)}</tbody>\n</table>\n"
     )
 
 
@@ -703,10 +845,12 @@ def _series(values: Sequence[float | None]) -> np.ndarray[Any, Any]:
 
 
 def _severity_figure(record: Mapping[str, Any]) -> Figure | None:
-    """Normalized return against level, one line and interval band per family; a panel per family of sub-families."""
+    """Skill (or normalized return) against level, a line and interval band per family; a panel per sub-families."""
+    graded = _graded(record)
+    key = "skill" if graded else "normalized"
     panels = [("families", list(record["families"]))]
     panels += [(f"{_title(f)}: sub-families", list(f["sub_families"])) for f in record["families"] if f["sub_families"]]
-    panels = [(t, [f for f in fs if any(x["normalized"] is not None for x in f["levels"])]) for t, fs in panels]
+    panels = [(t, [f for f in fs if any(x[key] is not None for x in f["levels"])]) for t, fs in panels]
     panels = [(t, fs) for t, fs in panels if fs]
     if not panels:
         return None
@@ -716,15 +860,19 @@ def _severity_figure(record: Mapping[str, Any]) -> Figure | None:
             levels = [level for _, level in _levels(family)]
             xs = [level["level"] for level in levels]
             colour = palette_colour(i)
-            ax.plot(xs, _series([x["normalized"] for x in levels]), marker="o", color=colour, label=_title(family))
-            cis = [x["impact_ci"] or (None, None) for x in levels]
-            low, high = 1.0 - _series([c[1] for c in cis]), 1.0 - _series([c[0] for c in cis])
+            ax.plot(xs, _series([x[key] for x in levels]), marker="o", color=colour, label=_title(family))
+            if graded:
+                cis = [x["skill_ci"] or (None, None) for x in levels]
+                low, high = _series([c[0] for c in cis]), _series([c[1] for c in cis])
+            else:
+                cis = [x["impact_ci"] or (None, None) for x in levels]
+                low, high = 1.0 - _series([c[1] for c in cis]), 1.0 - _series([c[0] for c in cis])
             ax.fill_between(xs, low, high, color=colour, alpha=0.15, linewidth=0)
-        ax.axhline(TOLERATED, color="grey", linestyle=":", linewidth=1.0)
+        ax.axhline(1.0 if graded else TOLERATED, color="grey", linestyle=":", linewidth=1.0)
         ax.axhline(0.0, color="grey", linewidth=0.8)
         ax.set_xticks(list(_LEVELS))
         ax.set_xlabel("severity level")
-        ax.set_ylabel("normalized return (1 - impact)")
+        ax.set_ylabel("skill" if graded else "normalized return (1 - impact)")
         ax.set_title(title, fontsize="medium")
         ax.legend(fontsize="x-small")
         ax.grid(True, alpha=0.3)
@@ -759,10 +907,16 @@ def _severity_html(record: Mapping[str, Any]) -> str:
     fig = _severity_figure(record)
     if fig is None:
         return "<h2>Severity curves</h2>\n<p>No family has normalized returns to draw.</p>\n"
-    caption = (
-        "Normalized return against severity level per family, with the 95% interval shaded; the dotted line is the"
-        f" tolerated threshold {TOLERATED:g}, the solid one a random policy (0)."
-    )
+    if _graded(record):
+        caption = (
+            "Skill against severity level per family, with the 95% interval shaded; the dotted line is the reference"
+            " return (1), the solid one a random policy (0)."
+        )
+    else:
+        caption = (
+            "Normalized return against severity level per family, with the 95% interval shaded; the dotted line is"
+            f" the tolerated threshold {TOLERATED:g}, the solid one a random policy (0)."
+        )
     return "<h2>Severity curves</h2>\n" + figures_html({"severity curves": (caption, _png_data(fig))})
 
 
@@ -907,6 +1061,12 @@ def _card_page(record: Mapping[str, Any], frames: Mapping[str, Any] | None) -> s
     episodes = _episodes_html(frames) if frames is not None else ""
     title = f"Robustness card: {record['agent']['name']} on {record['env_id']}"
     thresholds = ", ".join(f"{stars} stars from {t:g}" for stars, t in enumerate(STAR_THRESHOLDS, start=2))
+    family_stars = (
+        f"Stars of a family from its score alone: 1 star below {FAMILY_STARS[0]:g}, "
+        + ", ".join(f"{stars} stars from {t:g}" for stars, t in enumerate(FAMILY_STARS, start=2))
+        if _graded(record)
+        else f"Stars from the AUSC: 1 star below {STAR_THRESHOLDS[0]:g}, {thresholds}"
+    )
     body = (
         f"<style>{_CARD_STYLE}</style>\n"
         + f"<p>{_badge_img(record)}</p>\n"
@@ -915,7 +1075,7 @@ def _card_page(record: Mapping[str, Any], frames: Mapping[str, Any] | None) -> s
         + _facts_html(record)
         + "<h2>Families of shift</h2>\n"
         + _families_html(record)
-        + f'<p class="note">Stars from the AUSC: 1 star below {STAR_THRESHOLDS[0]:g}, {thresholds}.</p>\n'
+        + f'<p class="note">{family_stars}.</p>\n'
         + _severity_html(record)
         + _levels_html(record)
         + _reproducibility_html(record)
@@ -988,20 +1148,30 @@ def _same(records: Sequence[Mapping[str, Any]], labels: Sequence[str], argument:
 
 
 def _ranking(records: Sequence[Mapping[str, Any]]) -> list[tuple[int | None, int]]:
-    """``(rank, index)``, best first: by stars, then mean AUSC, equal ones sharing a rank; unrated last (None)."""
+    """``(rank, index)``, best first, equal ones sharing a rank; unrated last (None).
 
-    def key(i: int) -> tuple[int, float, float, str, int]:
-        overall = records[i]["overall"]
-        ausc = overall["mean_ausc"]
+    Cards that grade skill rank by stars, then score, then clean skill: each non-decreasing in every mean return,
+    so a dominated agent never ranks above the one that dominates it. Cards of format 1 rank by stars, then mean
+    AUSC.
+    """
+
+    def key(i: int) -> tuple[bool, int, float, float, str, int]:
+        record = records[i]
+        overall = record["overall"]
         stars = overall["stars"]
-        return (stars is None, -(stars or 0), -ausc if ausc is not None else math.inf, records[i]["agent"]["name"], i)
+        if _graded(record):
+            score, second = overall["score"], record["clean"]["skill"]
+        else:
+            score, second = overall["mean_ausc"], 0.0
+        first = -score if score is not None else math.inf
+        return (stars is None, -(stars or 0), first, -second, record["agent"]["name"], i)
 
     order = sorted(range(len(records)), key=key)
     out: list[tuple[int | None, int]] = []
     for position, i in enumerate(order):
         if records[i]["overall"]["stars"] is None:
             out.append((None, i))
-        elif out and out[-1][0] is not None and key(order[position - 1])[:3] == key(i)[:3]:
+        elif out and out[-1][0] is not None and key(order[position - 1])[:4] == key(i)[:4]:
             out.append((out[-1][0], i))
         else:
             out.append((position + 1, i))
@@ -1019,6 +1189,8 @@ def _family_columns(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str
 
 def _leaderboard_row(rank: int | None, i: int, record: Mapping[str, Any], columns: Sequence[tuple[str, str]]) -> str:
     overall, settings, agent = record["overall"], record["settings"], record["agent"]
+    graded = _graded(record)
+    main = "score" if graded else "ausc"
     by_name = {family["name"]: (j, family) for j, family in enumerate(record["families"])}
     cells = []
     for name, _ in columns:
@@ -1026,14 +1198,31 @@ def _leaderboard_row(rank: int | None, i: int, record: Mapping[str, Any], column
             cells.append(f'<td class="missing" data-family="{_e(name)}">not run</td>')
             continue
         j, family = by_name[name]
-        ausc = _span(family["ausc"], 3, ["families", j, "ausc"], "ausc", family=name, card=i)
+        ausc = _span(family[main], 3, ["families", j, main], main, family=name, card=i)
         stars = _stars_cell(family["stars"], ["families", j, "stars"], family=name, card=i)
         cells.append(f'<td class="num" data-family="{_e(name)}">{ausc}<br><small>{stars}</small></td>')
     rating = _stars_cell(overall["stars"], ["overall", "stars"], card=i)
     if overall["stars"] is None:
-        why = "clean return not above random" if not record["rated"] else "not every family run"
+        why = "clean return not above random" if not record.get("rated", True) else "not every family run"
         rating += f"<br><small>{why}</small>"
-    mean = _span(overall["mean_ausc"], 3, ["overall", "mean_ausc"], "mean_ausc", card=i)
+    elif graded:
+        sure = _span(
+            overall["stars_probability"][overall["stars"] - 1],
+            2,
+            ["overall", "stars_probability", overall["stars"] - 1],
+            "stars_probability",
+            card=i,
+        )
+        rating += f"<br><small>P = {sure}</small>"
+    if graded:
+        score = _span(overall["score"], 3, ["overall", "score"], "score", card=i)
+        score_ci = _interval(overall["score_ci"], 3, ["overall", "score_ci"], "score", card=i)
+        relative = _span(
+            overall["relative"]["mean_ausc"], 3, ["overall", "relative", "mean_ausc"], "relative_mean_ausc", card=i
+        )
+        mean = f'{score}<br><small>{score_ci}</small></td><td class="num">{relative}'
+    else:
+        mean = _span(overall["mean_ausc"], 3, ["overall", "mean_ausc"], "mean_ausc", card=i)
     run = f"{settings['mode']}, {len(settings['seeds'])} seeds x {settings['episodes']} episodes"
     place = str(rank) if rank is not None else "\u2013"
     return (
@@ -1071,8 +1260,20 @@ def _leaderboard(records: Sequence[Mapping[str, Any]], labels: Sequence[str], ar
     _same(records, labels, argument)
     columns = _family_columns(records)
     rows = "".join(_leaderboard_row(rank, i, records[i], columns) for rank, i in _ranking(records))
+    graded = _graded(records[0])  # one ladder version, so one format
+    measure = "score" if graded else "AUSC"
     heads = "".join(
-        f'<th data-family="{_e(name)}">{_e(title)}<br><small>AUSC, stars</small></th>' for name, title in columns
+        f'<th data-family="{_e(name)}">{_e(title)}<br><small>{measure}, stars</small></th>' for name, title in columns
+    )
+    totals = "<th>score [95% CI]</th><th>relative mean AUSC</th>" if graded else "<th>mean AUSC</th>"
+    ranked = (
+        "ranked by overall stars, then by score, then by clean skill (each rises with every mean return, so no agent"
+        " ranks above one that returns at least as much everywhere); cards not rated (some family not run) come last."
+        " Per family: its score (mean clipped skill) and its stars. The relative mean AUSC, card-v1's robustness"
+        " against the agent's own clean return, is shown and ranks nothing."
+        if graded
+        else "ranked by overall stars, then by mean AUSC; cards not rated (some family not run, or a clean return"
+        " not above a random policy's) come last. Per family: the area under the severity curve and its stars."
     )
     runs = {(r["settings"]["mode"], tuple(r["settings"]["seeds"]), r["settings"]["episodes"]) for r in records}
     differ = (
@@ -1085,12 +1286,11 @@ def _leaderboard(records: Sequence[Mapping[str, Any]], labels: Sequence[str], ar
     body = (
         f"<style>{_CARD_STYLE}body {{ max-width: 100rem; }}</style>\n"
         f"<p>{len(records)} robustness cards of <code>{_e(env)}</code> on severity ladder <code>{_e(ladder)}</code>,"
-        " ranked by overall stars, then by mean AUSC; cards not rated (some family not run, or a clean return not"
-        " above a random policy's) come last. Per family: the area under the severity curve and its stars.</p>\n"
+        f" {ranked}</p>\n"
         + differ
         + '<div style="overflow-x: auto">\n<table id="leaderboard">\n'
         + "<thead><tr><th>rank</th><th>agent</th><th>badge</th><th>rating</th>"
-        f"<th>mean AUSC</th>{heads}<th>run</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n</div>\n"
+        f"{totals}{heads}<th>run</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n</div>\n"
     )
     return html_page(f"Robustness leaderboard: {env} ({ladder})", body)
 

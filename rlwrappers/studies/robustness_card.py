@@ -41,7 +41,7 @@ from rlwrappers.ladders.calibration import require_env
 from rlwrappers.logs import read_log
 from rlwrappers.logs.reader import read_episodes, read_meta
 from rlwrappers.metrics import card as scores
-from rlwrappers.metrics import reproducibility
+from rlwrappers.metrics import grade, reproducibility
 from rlwrappers.spec import format_value
 from rlwrappers.studies.arms import replay, resolve_agent
 from rlwrappers.studies.design import BACKENDS, BASELINE, EnvSetup, Execution, Stack, episode_seed
@@ -167,12 +167,12 @@ def episode_returns(
 
 
 def _worst_episode(table: Mapping[str, np.ndarray[Any, Any]], record: Mapping[str, Any]) -> tuple[str, int, int] | None:
-    """The arm of the lowest normalized return, and its episode (seed row, index) furthest below its clean twin."""
+    """The arm of the lowest skill, and its episode (seed row, index) furthest below its clean twin."""
     scored = []
     for family in record["families"]:
         for arm, levels in _arm_levels(family):
-            scored += [(level["normalized"], f"{arm}@{level['level']}") for level in levels]
-    scored = [(normalized, name) for normalized, name in scored if normalized is not None]
+            scored += [(level["skill"], f"{arm}@{level['level']}") for level in levels]
+    scored = [(skill, name) for skill, name in scored if skill is not None]
     if not scored:
         return None
     name = min(scored, key=lambda item: item[0])[1]
@@ -296,42 +296,62 @@ def _repro(returns: np.ndarray[Any, Any]) -> dict[str, float]:
     }
 
 
+def _estimate(e: grade.Estimate) -> tuple[float | None, list[float] | None]:
+    """An estimate as the record holds it: its value (None when nan) and its interval (None when there is none)."""
+    return _number(e.value), _pair((e.low, e.high))
+
+
+def _levels(
+    arms: Sequence[ladders_module.Arm], graded: grade.FamilyGrade, flips: Mapping[Any, float], by_level: bool
+) -> list[dict[str, Any]]:
+    """A family's levels in the record; ``by_level`` reads the flip rates by level (a family of sub-families)."""
+    levels = []
+    for i, level in enumerate(dict.fromkeys(arm.level for arm in arms)):
+        skill, skill_ci = _estimate(graded.skill[i])
+        impact, impact_ci = _estimate(graded.impact[i])
+        levels.append(
+            {
+                "level": level,
+                "spec": [_spec(e) for arm in arms if arm.level == level for e in arm.entries],
+                "mean_return": graded.mean_return[i],
+                "skill": skill,
+                "skill_ci": skill_ci,
+                "impact": impact,
+                "impact_ci": impact_ci,
+                "normalized": None if impact is None else 1.0 - impact,
+                "flip_rate": _number(flips.get(level if by_level else arms[i].name, math.nan)),
+            }
+        )
+    return levels
+
+
 def _family(
     name: str,
     info: Mapping[str, Any],
     arms: Sequence[ladders_module.Arm],
+    graded: grade.FamilyGrade,
     table: Mapping[str, np.ndarray[Any, Any]],
-    random_return: float,
-    reps: int,
     flips: Mapping[str, float],
 ) -> dict[str, Any]:
     """One family's (or sub-family's) entry of the record."""
-    clean = table[BASELINE]
-    levels = [table[arm.name] for arm in arms]
-    result = scores.family_scores(clean, levels, random_return, _generator(name), reps=reps)
-    rated = not math.isnan(result.ausc)
+    subs = [
+        _family(sub, info["sub_families"][sub], [a for a in arms if a.sub_family == sub], child, table, flips)
+        for sub, child in graded.sub_families.items()
+    ]
+    score, score_ci = _estimate(graded.score)
+    ausc, ausc_ci = _estimate(graded.relative_ausc)
+    level3 = np.concatenate([table[arm.name] for arm in arms if arm.level == 3], axis=1)
     return {
         "name": name,
         "title": info["title"],
         "unit": info["unit"],
-        "levels": [
-            {
-                "level": arm.level,
-                "spec": [_spec(e) for e in arm.entries],
-                "mean_return": float(np.mean(table[arm.name])),
-                "impact": _number(result.impact[i]),
-                "impact_ci": _pair(result.impact_ci[i]),
-                "normalized": _number(result.normalized[i]),
-                "flip_rate": _number(flips.get(arm.name, math.nan)),
-            }
-            for i, arm in enumerate(arms)
-        ],
-        "ausc": _number(result.ausc),
-        "ausc_ci": _pair(result.ausc_ci),
-        "tolerated": result.tolerated,
-        "stars": scores.stars(result.ausc) if rated else None,
-        "reproducibility": {"clean": _repro(clean), "level3": _repro(table[arms[2].name])},
-        "sub_families": None,
+        "levels": _levels(arms, graded, level_flip_rates(flips, arms) if subs else flips, bool(subs)),
+        "score": score,
+        "score_ci": score_ci,
+        "stars": graded.stars,
+        "relative": {"ausc": ausc, "ausc_ci": ausc_ci, "tolerated": graded.tolerated},
+        "reproducibility": {"clean": _repro(table[BASELINE]), "level3": _repro(level3)},
+        "sub_families": subs or None,
     }
 
 
@@ -352,75 +372,6 @@ def _spec(entry: Mapping[str, Any]) -> str:
 def _numeric(value: Any) -> bool:
     values = value if isinstance(value, (list, tuple)) else [value]
     return bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-
-
-def _corruptions(
-    info: Mapping[str, Any],
-    subs: list[dict[str, Any]],
-    arms: Sequence[ladders_module.Arm],
-    table: Mapping[str, np.ndarray[Any, Any]],
-    random_return: float,
-    reps: int,
-    flips: Mapping[int, float],
-) -> dict[str, Any]:
-    """The corruptions family: per level the mean over its sub-families, its AUSC the mean of theirs."""
-    clean = table[BASELINE]
-    by_sub: dict[str, list[np.ndarray[Any, Any]]] = {}
-    for arm in arms:
-        by_sub.setdefault(str(arm.sub_family), []).append(table[arm.name])
-    groups = list(by_sub.values())
-    flat = [level for group in groups for level in group]
-    n = len(groups)
-
-    def impacts(c: np.ndarray[Any, Any], *shifted: np.ndarray[Any, Any]) -> list[list[float]]:
-        return [[scores.impact(c, s, random_return) for s in shifted[k * 5 : k * 5 + 5]] for k in range(n)]
-
-    def area(c: np.ndarray[Any, Any], *shifted: np.ndarray[Any, Any]) -> float:
-        rows = impacts(c, *shifted)
-        if any(math.isnan(i) for row in rows for i in row):
-            return math.nan  # a replicate whose clean arm does no better than random: no interval
-        return float(np.mean([scores.ausc([1.0 - i for i in row]) for row in rows]))
-
-    rng = _generator("corruptions")
-    rated = not any(s["ausc"] is None for s in subs)
-    levels = []
-    for level in range(5):
-        column = [s["levels"][level] for s in subs]
-        entry: dict[str, Any] = {
-            "level": level + 1,
-            "spec": [spec for c in column for spec in c["spec"]],
-            "mean_return": float(np.mean([c["mean_return"] for c in column])),
-            "impact": None,
-            "impact_ci": None,
-            "normalized": None,
-            "flip_rate": _number(flips.get(level + 1, math.nan)),
-        }
-        if rated:
-
-            def mean_impact(c: np.ndarray[Any, Any], *shifted: np.ndarray[Any, Any], at: int = level) -> float:
-                return float(np.mean([scores.impact(c, s, random_return) for s in shifted[at::5]]))
-
-            estimate, low, high = scores.paired_bootstrap([clean, *flat], mean_impact, rng, reps=reps)
-            entry.update(impact=estimate, impact_ci=_pair((low, high)), normalized=1.0 - estimate)
-        levels.append(entry)
-    ausc, ausc_ci, tolerated, stars = None, None, 0, None
-    if rated:
-        estimate, low, high = scores.paired_bootstrap([clean, *flat], area, rng, reps=reps)
-        ausc, ausc_ci, stars = estimate, _pair((low, high)), scores.stars(estimate)
-        tolerated = scores.tolerated_level([lv["normalized"] for lv in levels])
-    level3 = np.concatenate([group[2] for group in groups], axis=1)
-    return {
-        "name": "corruptions",
-        "title": info["title"],
-        "unit": info["unit"],
-        "levels": levels,
-        "ausc": ausc,
-        "ausc_ci": ausc_ci,
-        "tolerated": tolerated,
-        "stars": stars,
-        "reproducibility": {"clean": _repro(clean), "level3": _repro(level3)},
-        "sub_families": subs,
-    }
 
 
 def _recovery(evaluation: Evaluation, recovery: ladders_module.Recovery) -> dict[str, Any]:
@@ -534,38 +485,36 @@ def _record(
     seeds: int,
     episodes: int,
 ) -> dict[str, Any]:
-    """The card's record (format ``rlwrappers-robustness-card`` 1), every number from the episode table."""
+    """The card's record (format ``rlwrappers-robustness-card`` 2), every number from the episode table."""
     arms = ladder.arms(families)
-    random_return = ladder.random_return
-    clean = table[BASELINE]
-    entries: list[dict[str, Any]] = []
-    for name in dict.fromkeys(arm.family for arm in arms):
-        info = ladder.families[name]
-        mine = [arm for arm in arms if arm.family == name]
-        if name == "corruptions":
-            subs = []
-            for sub in dict.fromkeys(str(arm.sub_family) for arm in mine):
-                sub_arms = [arm for arm in mine if arm.sub_family == sub]
-                sub_info = info["sub_families"][sub]
-                subs.append(_family(sub, sub_info, sub_arms, table, random_return, reps, flips))
-            entries.append(_corruptions(info, subs, mine, table, random_return, reps, level_flip_rates(flips, mine)))
+    reference = ladder.reference_return
+    assert reference is not None and ladder.reference is not None and ladder.random is not None  # card-v2 on
+    by_family: dict[str, list[ladders_module.Arm]] = {}
+    for arm in arms:
+        by_family.setdefault(arm.family, []).append(arm)
+    returns: dict[str, Any] = {}
+    for name, mine in by_family.items():
+        if mine[0].sub_family is None:
+            returns[name] = [table[arm.name] for arm in mine]
         else:
-            entries.append(_family(name, info, mine, table, random_return, reps, flips))
-    rated = float(np.mean(clean)) > random_return
+            subs: dict[str, list[Any]] = {}
+            for arm in mine:
+                subs.setdefault(str(arm.sub_family), []).append(table[arm.name])
+            returns[name] = subs
+    graded = grade.grade(table[BASELINE], returns, ladder.random_return, reference, _generator("card"), reps=reps)
+    entries = [
+        _family(name, ladder.families[name], mine, graded.families[name], table, flips)
+        for name, mine in by_family.items()
+    ]
     complete = families is None
-    areas = {e["name"]: e["ausc"] for e in entries if e["ausc"] is not None}
-    overall: dict[str, Any] = {"stars": None, "mean_ausc": None, "worst_family": None, "worst_stars": None}
-    if areas:
-        worst = min(areas, key=lambda k: areas[k])
-        overall.update(mean_ausc=float(np.mean(list(areas.values()))), worst_family=worst)
-        overall["worst_stars"] = scores.stars(areas[worst])
-        if complete and rated and len(areas) == len(entries):
-            overall["stars"] = scores.overall_stars(areas)
-    _, low, high = scores.paired_bootstrap([clean], lambda c: float(np.mean(c)), _generator("clean"), reps=reps)
+    score, score_ci = _estimate(graded.score)
+    ausc, ausc_ci = _estimate(graded.relative_mean_ausc)
+    clean_skill, clean_skill_ci = _estimate(graded.clean_skill)
+    worst = graded.families[graded.worst_family]
     trained = evaluation.request.get("agent_preprocessing", {}).get(AGENT)
     record = {
         "format": "rlwrappers-robustness-card",
-        "format_version": 1,
+        "format_version": 2,
         "ladder": ladder.version,
         "env_id": ladder.env_id,
         "agent": _agent_identity(agent, trained),
@@ -579,13 +528,31 @@ def _record(
             "complete": complete,
             "deterministic": True,
         },
-        "random_return": random_return,
-        "clean": {"mean_return": float(np.mean(clean)), "ci": [low, high], "reproducibility": _repro(clean)},
-        "rated": rated,
+        "random_return": ladder.random_return,
+        "reference_return": reference,
+        "random": dict(ladder.random),
+        "reference": dict(ladder.reference),
+        "clean": {
+            "mean_return": graded.clean_return.value,
+            "ci": _pair((graded.clean_return.low, graded.clean_return.high)),
+            "skill": clean_skill,
+            "skill_ci": clean_skill_ci,
+            "reproducibility": _repro(table[BASELINE]),
+        },
         "families": entries,
-        "overall": overall,
+        "overall": {
+            "score": score,
+            "score_ci": score_ci,
+            "stars": graded.stars if complete else None,
+            "stars_probability": graded.stars_probability if complete else None,
+            "worst_family": graded.worst_family,
+            "worst_score": worst.score.value,
+            "relative": {"mean_ausc": ausc, "mean_ausc_ci": ausc_ci},
+        },
         "recovery": _recovery(evaluation, ladder.recovery) if complete else None,
-        "interventions": [_intervention(shown, table, random_return, reps) for shown in ladder.interventions]
+        "interventions": [
+            _intervention(shown, table, (ladder.random_return, reference), reps) for shown in ladder.interventions
+        ]
         if complete
         else [],
     }
@@ -597,21 +564,29 @@ def _record(
 def _intervention(
     shown: ladders_module.LadderIntervention,
     table: Mapping[str, np.ndarray[Any, Any]],
-    random_return: float,
+    returns: tuple[float, float],
     reps: int,
 ) -> dict[str, Any]:
-    """An intervention's entry: its mean return and its impact, paired with the clean arm as a level's is."""
-    clean, shifted = table[BASELINE], table[shown.arm]
+    """An intervention's entry: its mean return, skill and relative impact, paired with the clean arm like a level.
 
-    def impact(c: np.ndarray[Any, Any], s: np.ndarray[Any, Any]) -> float:
-        return scores.impact(c, s, random_return)
-
-    estimate, low, high = scores.paired_bootstrap([clean, shifted], impact, _generator(shown.arm), reps=reps)
+    ``returns`` are the random and the reference return.
+    """
+    graded = grade.grade(
+        table[BASELINE],
+        {shown.arm: [table[shown.arm]]},
+        *returns,
+        _generator(shown.arm),
+        reps=reps,
+    ).families[shown.arm]
+    skill, skill_ci = _estimate(graded.skill[0])
+    impact, impact_ci = _estimate(graded.impact[0])
     return {
         "name": shown.name,
         "doc": shown.doc,
         "spec": [_spec(e) for e in shown.entries],
-        "mean_return": float(np.mean(shifted)),
-        "impact": _number(estimate),
-        "impact_ci": _pair((low, high)),
+        "mean_return": graded.mean_return[0],
+        "skill": skill,
+        "skill_ci": skill_ci,
+        "impact": impact,
+        "impact_ci": impact_ci,
     }
