@@ -95,8 +95,10 @@ def test_the_shipped_file_is_what_the_calibration_makes_byte_for_byte(env_id):
 def test_the_version_ships_one_file_per_env_and_nothing_else():
     assert ladders.versions() == ["card-v1", "card-v2"]
     assert ladders.ladders() == sorted(ENVS)
-    files = sorted(p.name for p in (calibration.DIRECTORY / ladders.LADDER).glob("*"))
+    files = sorted(p.name for p in (calibration.DIRECTORY / ladders.LADDER).glob("*") if p.is_file())
     assert files == sorted(calibration.file_name(e) for e in ENVS)
+    effects = sorted(p.name for p in (calibration.DIRECTORY / ladders.LADDER / "effects").glob("*"))
+    assert set(effects) <= set(files) and "CartPole-v1.json" in effects  # the measured envs' effects
     for env_id in ENVS:
         ladder = ladders.ladder(env_id)
         assert (ladder.version, ladder.env_id) == ("card-v2", env_id)
@@ -132,18 +134,19 @@ def test_vector_and_image_ladders_hold_their_families_in_order():
 def test_arms_come_in_a_fixed_order_one_per_family_sub_family_and_level():
     catch = ladders.ladder("rlwrappers/Catch-v0")
     arms = catch.arms()
-    assert len(arms) == 5 * 5 + 6 * 5
-    assert [a.level for a in arms] == [1, 2, 3, 4, 5] * 11
+    assert len(arms) == 4 * 5 + 2 * 5 + 6 * 5  # four families, the attack's two sub-families, six corruptions
+    assert [a.level for a in arms] == [1, 2, 3, 4, 5] * 12
     assert arms[0].name == "obs_noise@1" and arms[-1].name == "corruptions.jpeg@5"
     assert [a.name for a in catch.arms(["attack", "obs_noise"])] == [f"obs_noise@{n}" for n in range(1, 6)] + [
-        f"attack@{n}" for n in range(1, 6)
+        f"attack.{sub}@{n}" for sub in ("share", "budget") for n in range(1, 6)
     ]
     assert catch.arms("dynamics") == []  # a family that image envs do not have
     assert {a.sub_family for a in catch.arms("corruptions")} == set(ladders.CORRUPTIONS)
     assert len(ladders.ladder("Hopper-v5").arms()) == 7 * 5
     arm = catch.arms("sticky_action")[0]
+    first = arm.entries[0]["p"]
     arm.entries[0]["p"] = 0.9  # arms hold copies
-    assert catch.arms("sticky_action")[0].entries[0]["p"] == 0.05
+    assert catch.arms("sticky_action")[0].entries[0]["p"] == first != 0.9
 
 
 # -- every entry parses and wraps its env ------------------------------------------------------------------------
@@ -275,16 +278,40 @@ def ladders_of_levels(ladder: ladders.Ladder) -> Iterator[tuple[str, list[dict[s
 
 @pytest.mark.parametrize("env_id", ENVS)
 def test_every_severity_parameter_grows_with_the_level(env_id):
-    for family, levels in ladders_of_levels(ladders.ladder(env_id)):
+    ladder = ladders.ladder(env_id)
+    for family, levels in ladders_of_levels(ladder):
         assert len(levels) == 5 and all(s.keys() == levels[0].keys() for s in levels), family
         varying = [k for k in levels[0] if len({s[k] for s in levels}) > 1]
         assert varying, f"{family}: nothing changes with the level"
         for key in varying:
             values = [s[key] for s in levels]
-            if family in definition.REPEATED_LEVELS:  # whole pixels: fewer than five values in Table 1's range
+            repeats = family in definition.REPEATED_LEVELS or calibrated(ladder, family) is not None
+            if repeats:  # whole pixels, or levels on a measured grid: a narrow range repeats a point
                 assert values == sorted(values) and values[0] < values[-1], (family, key, values)
             else:
                 assert all(a < b for a, b in itertools.pairwise(values)), (family, key, values)
+
+
+def family_entry(ladder: ladders.Ladder, family: str) -> dict[str, Any]:
+    """A family's (or a sub-family's, by its own name) entry in the ladder file; a sub-family without its own
+    calibration record takes its family's (card-v1's corruptions)."""
+    for name, entry in ladder.families.items():
+        if name == family:
+            return dict(entry)
+        if family in entry.get("sub_families", {}):
+            return {"calibration": entry.get("calibration"), **entry["sub_families"][family]}
+    raise KeyError(family)
+
+
+def calibrated(ladder: ladders.Ladder, family: str) -> list[float] | None:
+    """The values a family's levels were chosen at from its measured effect, or None (card-v1's constants)."""
+    calibration = family_entry(ladder, family)["calibration"]
+    return list(calibration["values"]) if calibration["by"] == "effect" else None
+
+
+def values_of(ladder: ladders.Ladder, family: str, constants: tuple[float, ...]) -> list[float]:
+    """A family's severity per level: chosen by effect, or ``constants``."""
+    return calibrated(ladder, family) or list(constants)
 
 
 @pytest.mark.parametrize("env_id", VECTOR)
@@ -298,18 +325,21 @@ def test_vector_levels_are_the_constants_times_the_measured_scales(env_id):
     def times(ks: tuple[float, ...], scales: list[float]) -> list[list[float]]:
         return [[pytest.approx(k * s, rel=1e-9) for s in scales] for k in ks]
 
-    assert levels("obs_noise", "std") == times(definition.OBS_NOISE_K, sigma)
-    assert levels("init_noise", "std") == times(definition.INIT_NOISE_K, state_sigma)
-    assert levels("attack", "eps") == times(definition.ATTACK_K, sigma)
-    assert levels("sticky_action", "p") == list(definition.STICKY_P)
-    assert levels("param_noise", "std") == list(definition.PARAM_NOISE_STD)
+    def values(family: str, constants: tuple[float, ...]) -> tuple[float, ...]:
+        return tuple(values_of(ladder, family, constants))
+
+    assert levels("obs_noise", "std") == times(values("obs_noise", definition.OBS_NOISE_K), sigma)
+    assert levels("init_noise", "std") == times(values("init_noise", definition.INIT_NOISE_K), state_sigma)
+    assert levels("attack", "eps") == times(values("attack", definition.ATTACK_K), sigma)
+    assert levels("sticky_action", "p") == list(values("sticky_action", definition.STICKY_P))
+    assert levels("param_noise", "std") == list(values("param_noise", definition.PARAM_NOISE_STD))
     space = gym.make(env_id).action_space
     if isinstance(space, gym.spaces.Discrete):
-        assert levels("action_noise", "p") == list(definition.ACTION_NOISE_P)
+        assert levels("action_noise", "p") == list(values("action_noise", definition.ACTION_NOISE_P))
         assert {arm.entries[0]["name"] for arm in ladder.arms("attack")} == {"fgsm"}
     else:
         ranges = (space.high - space.low).astype(float).tolist()
-        assert levels("action_noise", "std") == times(definition.ACTION_NOISE_RANGE_K, ranges)
+        assert levels("action_noise", "std") == times(values("action_noise", definition.ACTION_NOISE_RANGE_K), ranges)
         assert {(arm.entries[0]["name"], arm.entries[0]["steps"]) for arm in ladder.arms("attack")} == {("pgd", 10)}
 
 
@@ -318,7 +348,10 @@ def test_dynamics_grow_geometrically_from_nominal_to_the_hull_at_level_5(env_id)
     box = uncertainty_set(env_id)
     assert len(box.dims) == max(len(s.dims) for s in SETS.values() if s.env_id == env_id)
     nominal = box.nominal()
-    arms = ladders.ladder(env_id).arms("dynamics")
+    ladder = ladders.ladder(env_id)
+    arms = ladder.arms("dynamics")
+    exponents = values_of(ladder, "dynamics", (0.2, 0.4, 0.6, 0.8, 1.0))
+    assert exponents[-1] == 1.0  # the uncertainty set's hull is level 5, whatever the agents make of it
     for arm in arms:
         (entry,) = arm.entries
         assert entry["resample"] == "episode" and entry["scales"] == {}
@@ -331,31 +364,43 @@ def test_dynamics_grow_geometrically_from_nominal_to_the_hull_at_level_5(env_id)
             if arm.level == 5:
                 assert (drawn["low"], drawn["high"]) == (low, high)  # the hull, exactly
             else:
-                f = arm.level / 5
+                f = exponents[arm.level - 1]
                 assert drawn["low"] == pytest.approx(n * (low / n) ** f, rel=1e-12)
                 assert drawn["high"] == pytest.approx(n * (high / n) ** f, rel=1e-12)
                 assert drawn["low"] <= n <= drawn["high"]
 
 
 @pytest.mark.parametrize("env_id", IMAGE)
-def test_the_image_ladder_follows_its_constants(env_id):
+def test_the_image_ladder_follows_its_chosen_values_or_its_constants(env_id):
     image = ladders.ladder(env_id)
-    assert [a.entries[0]["std"] for a in image.arms("obs_noise")] == list(definition.IMAGE_OBS_NOISE_STD)
-    assert [a.entries[0]["p"] for a in image.arms("action_noise")] == list(definition.ACTION_NOISE_P)
-    assert [a.entries[0]["p"] for a in image.arms("sticky_action")] == list(definition.STICKY_P)
-    assert [a.entries[0]["std"] for a in image.arms("param_noise")] == list(definition.PARAM_NOISE_STD)
-    attacks = [a.entries[0] for a in image.arms("attack")]
-    assert {(e["name"], e["eps"]) for e in attacks} == {("fgsm", 1 / 255)}
-    assert [e["when"] for e in attacks] == [f"prob(p={p})" for p in definition.IMAGE_ATTACK_P]
+
+    def levels(family: str, key: str) -> list[Any]:
+        return [a.entries[0][key] for a in image.arms(family)]
+
+    assert levels("obs_noise", "std") == values_of(image, "obs_noise", definition.IMAGE_OBS_NOISE_STD)
+    assert levels("action_noise", "p") == values_of(image, "action_noise", definition.ACTION_NOISE_P)
+    assert levels("sticky_action", "p") == values_of(image, "sticky_action", definition.STICKY_P)
+    assert levels("param_noise", "std") == values_of(image, "param_noise", definition.PARAM_NOISE_STD)
+    attacks = image.arms("attack")
+    if "sub_families" in image.families["attack"]:  # measured: budgets graded beside the share of steps
+        assert [a.sub_family for a in attacks] == ["share"] * 5 + ["budget"] * 5
+        share, budget = (calibrated(image, sub) for sub in ("share", "budget"))
+        assert [a.entries[0]["when"] for a in attacks[:5]] == [f"prob(p={p})" for p in share or ()]
+        assert [a.entries[0]["eps"] for a in attacks[5:]] == [pytest.approx(b / 255, rel=1e-9) for b in budget or ()]
+    else:
+        entries = [a.entries[0] for a in attacks]
+        assert {(e["name"], e["eps"]) for e in entries} == {("fgsm", 1 / 255)}
+        assert [e["when"] for e in entries] == [f"prob(p={p})" for p in definition.IMAGE_ATTACK_P]
     rotations = [a.entries[0]["degrees"] for a in image.arms("corruptions") if a.sub_family == "rotate"]
-    assert rotations == list(definition.ROTATE_DEGREES)
+    assert rotations == (calibrated(image, "rotate") or list(definition.ROTATE_DEGREES))
     assert image.arms("init_noise") == [] and image.arms("dynamics") == []
 
 
 def test_breakouts_families_are_catchs():
-    """Both image ladders hold the same families; they differ in their env, random return and recovery window."""
+    """Both image ladders hold the same families; their levels, random return and recovery window are their own."""
     breakout, catch = ladders.ladder(BREAKOUT), ladders.ladder("rlwrappers/Catch-v0")
-    assert breakout.families == catch.families
+    assert list(breakout.families) == list(catch.families)
+    assert list(breakout.families["corruptions"]["sub_families"]) == list(catch.families["corruptions"]["sub_families"])
     assert (breakout.recovery.start, breakout.recovery.stop, breakout.recovery.window) == (200, 300, 100)
     assert breakout.recovery.horizon == 1000
 
@@ -435,7 +480,11 @@ def test_card_v1s_files_still_ship_unchanged_and_read_with_the_same_levels():
     for env_id in ENVS:
         old, new = ladders.ladder(env_id, "card-v1"), ladders.ladder(env_id)
         assert old.version == "card-v1" and old.reference is None and old.reference_return is None
-        assert [(a.name, a.entries) for a in old.arms()] == [(a.name, a.entries) for a in new.arms()]
+        for family in new.families:  # a family not measured by effect keeps card-v1's levels, exactly
+            if new.families[family].get("calibration", {}).get("by") == "constants":
+                assert [(a.name, a.entries) for a in old.arms(family)] == [
+                    (a.name, a.entries) for a in new.arms(family)
+                ]
         assert new.reference is not None and new.reference_return == definition.REFERENCES[env_id].value
         assert new.reference_return > new.random_return
         assert [a["name"] for a in new.reference_agents] == [a.name for a in definition.REFERENCE_AGENTS[env_id]]

@@ -57,7 +57,15 @@ within them, 1.6). ``random_return`` is the measured one unless the literature p
 published 1.7, beside its published human score, 30.5, as the reference. Products ``k * sigma_d`` are kept to
 ten significant digits.
 
-**Vector envs** (float observations), level 1 to 5:
+**Levels by effect (card-v2).** Each family's levels are chosen from the skill drop its grid of severities
+causes the env's reference agents (:mod:`rlwrappers.ladders.effect`; the drops ship in ``card-v2/effects/``, and
+each family of a file says how its levels were chosen under ``calibration``). The tables below are card-v1's
+levels, which a card-v2 family keeps only where no effect was measured for its env. On images a measured attack
+family has two sub-families, ``share`` (one grey level on a share of the steps) and ``budget`` (whole grey levels
+on every step), and the corruptions' levels follow their own grids (brightness: gain ``1 + v`` with offset
+``100 v``; a translation shifts by the same number of pixels along both axes).
+
+**Vector envs** (float observations), level 1 to 5 (card-v1):
 
 =================  ========================================================  =========================================
 family             entry                                                     levels
@@ -84,7 +92,7 @@ geometrically from the nominal value and is the hull at level 5 (written exactly
 n + (hi' - n) * l / 5]`` (no card-v1 env needs it). A parameter whose range is the nominal value alone is set
 to it.
 
-**Image envs** (uint8 frames): no init_noise and no dynamics family (absent from the file).
+**Image envs** (uint8 frames): no init_noise and no dynamics family (absent from the file). Level 1 to 5 (card-v1):
 
 =====================  =======================================================  ===================================
 family                 entry                                                    levels
@@ -435,9 +443,11 @@ def ladder(env_id: str, version: str = LADDER) -> Ladder:
     Example:
         >>> catch = ladder("rlwrappers/Catch-v0")
         >>> catch.kind, catch.random_return, len(catch.arms())
-        ('image', -6.05405, 55)
+        ('image', -6.05405, 60)
         >>> [arm.entries[0]["degrees"] for arm in catch.arms("corruptions") if arm.sub_family == "rotate"]
-        [1.4, 2.3, 3.2, 4.1, 5.0]
+        [2.0, 3.364, 5.657, 9.514, 16.0]
+        >>> [arm.name for arm in catch.arms("attack")][4:6]  # the share of steps, then the budget
+        ['attack.share@5', 'attack.budget@1']
 
     Raises:
         UnknownName: no such version, or the version has no ladder for ``env_id`` (with a suggestion).

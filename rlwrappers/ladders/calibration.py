@@ -29,6 +29,7 @@ from rlwrappers import _optional
 from rlwrappers.core import Entry
 from rlwrappers.error import IncompatibleSpace, UnknownName, did_you_mean
 from rlwrappers.ladders import definition as card
+from rlwrappers.ladders.effect import Effect, choose
 from rlwrappers.ladders.preprocessing import preprocessing_wrappers
 from rlwrappers.state.simulators import simulator
 from rlwrappers.uncertainty import uncertainty_set
@@ -37,11 +38,18 @@ from rlwrappers.wrappers.atari import without_reloads
 __all__ = [
     "DIRECTORY",
     "Measurement",
+    "FAMILY_KINDS",
+    "Scales",
     "calibrate",
+    "effects_path",
     "env_kind",
+    "env_scales",
     "file_name",
     "make_env",
     "measure",
+    "read_effects",
+    "reference_agent",
+    "top_of",
     "to_json",
     "write",
 ]
@@ -180,38 +188,161 @@ def _entry(name: str, when: str = "always", **params: Any) -> dict[str, Any]:
     return entry
 
 
-def _scaled(ks: Sequence[float], scales: Sequence[float]) -> list[list[float]]:
-    """``k * scale_d`` for each level's ``k``."""
-    return [[_derived(k * s) for s in scales] for k in ks]
+@dataclass(frozen=True)
+class Scales:
+    """What an env's levels are built from: its kinds, its action space and the random policy's scales."""
+
+    env_id: str
+    kind: str
+    actions: gym.spaces.Space[Any]
+    measurement: Measurement
+
+    @property
+    def discrete(self) -> bool:
+        """Whether the actions are Discrete (else Box)."""
+        return isinstance(self.actions, gym.spaces.Discrete)
+
+    def sub_families(self, family: str) -> Mapping[str, card.Family] | None:
+        """A family's sub-families on this env (the corruptions'; the image attack's), or None."""
+        if family == "corruptions":
+            return card.CORRUPTIONS
+        return card.ATTACK_SUBS if (family, self.kind) == ("attack", "image") else None
+
+    def grid_key(self, family: str, sub: str | None = None) -> str:
+        """The family's key in :data:`~rlwrappers.ladders.definition.GRIDS`."""
+        if sub is not None:
+            return f"{family}.{sub}"
+        if family == "action_noise":
+            return f"action_noise@{'discrete' if self.discrete else 'box'}"
+        if family in ("obs_noise", "attack"):
+            return f"{family}@{self.kind}"
+        return family
+
+    def entries(self, key: str, value: float) -> list[dict[str, Any]]:
+        """The entries of the level of severity ``value`` of the family ``key`` (a grid key)."""
+        m = self.measurement
+        family, _, sub = key.partition("@")[0].partition(".")
+        if key == "obs_noise@vector":
+            return [_entry("obs_noise", std=_scaled(value, m.obs_std))]
+        if key == "obs_noise@image":
+            return [_entry("obs_noise", std=value)]
+        if key == "action_noise@discrete":
+            return [_entry("action_noise", p=value)]
+        if key == "action_noise@box":
+            assert isinstance(self.actions, gym.spaces.Box)
+            ranges = (self.actions.high.astype(np.float64) - self.actions.low.astype(np.float64)).ravel().tolist()
+            return [_entry("action_noise", std=_scaled(value, ranges))]
+        if key == "sticky_action":
+            return [_entry("sticky_action", p=value)]
+        if key == "init_noise":
+            return [_entry("init_noise", std=_scaled(value, m.state_std))]
+        if key == "dynamics":
+            return [_dynamics_entry(self.env_id, value)]
+        if key == "param_noise":
+            return [_entry("param_noise", std=value)]
+        if key == "attack@vector":
+            eps = _scaled(value, m.obs_std)
+            return [_entry("fgsm", eps=eps)] if self.discrete else [_entry("pgd", eps=eps, steps=card.ATTACK_STEPS)]
+        if key == "attack.share":
+            return [_entry("fgsm", eps=card.IMAGE_ATTACK_EPS, when=f"prob(p={value!r})")]
+        if key == "attack.budget":
+            return [_entry("fgsm", eps=_derived(value / 255))]
+        if family == "corruptions":
+            return [_entry(sub, **_corruption(sub, value))]
+        raise UnknownName(f"`key` {key!r} is not a grid of {card.LADDER}; grids: {list(card.GRIDS)}")
 
 
-def _family(name: str, unit_kind: str, levels: Iterable[list[dict[str, Any]]]) -> dict[str, Any]:
+def _scaled(k: float, scales: Sequence[float] | None) -> list[float]:
+    """``k * scale_d`` for each dimension."""
+    assert scales is not None  # measured for every vector env
+    return [_derived(k * s) for s in scales]
+
+
+def _corruption(name: str, value: float) -> dict[str, Any]:
+    """A corruption's parameters at severity ``value`` of its grid."""
+    if name == "brightness_contrast":
+        return {"alpha": _derived(1.0 + value), "beta": _derived(100.0 * value)}
+    if name == "translate":
+        return {"ti": int(value), "tj": int(value)}
+    key = {"median_blur": "k", "rotate": "degrees", "perspective": "norm", "jpeg": "quality"}[name]
+    return {key: int(value) if key in ("k", "quality") else value}
+
+
+#: card-v1's levels of each grid, the fallback of a family whose effect was not measured (the image attack
+#: and the corruptions fall back to card-v1's own families, :func:`_constant_family`).
+_CONSTANTS: Final[Mapping[str, Sequence[float]]] = {
+    "obs_noise@vector": card.OBS_NOISE_K,
+    "obs_noise@image": card.IMAGE_OBS_NOISE_STD,
+    "action_noise@discrete": card.ACTION_NOISE_P,
+    "action_noise@box": card.ACTION_NOISE_RANGE_K,
+    "sticky_action": card.STICKY_P,
+    "init_noise": card.INIT_NOISE_K,
+    "dynamics": tuple(level / card.LEVELS[-1] for level in card.LEVELS),
+    "param_noise": card.PARAM_NOISE_STD,
+    "attack@vector": card.ATTACK_K,
+}
+
+
+def _family(scales: Scales, name: str, effects: Mapping[str, Effect]) -> dict[str, Any]:
+    """A family's entry in the ladder file: its levels by effect where measured, else card-v1's."""
     family = card.FAMILIES[name]
-    return {"title": family.title, "unit": family.units[unit_kind], "levels": list(levels)}
+    kind = ("discrete" if scales.discrete else "box") if name == "action_noise" else scales.kind
+    subs = scales.sub_families(name)
+    if subs is None:
+        return {"title": family.title, "unit": family.units[kind], **_levels(scales, scales.grid_key(name), effects)}
+    keys = [scales.grid_key(name, sub) for sub in subs]
+    if not all(key in effects for key in keys):
+        return _constant_family(scales, name)
+    return {
+        "title": family.title,
+        "unit": family.units[kind] if name == "corruptions" else "sub-families: " + ", ".join(subs),
+        "sub_families": {
+            sub: {"title": info.title, "unit": info.units["image"], **_levels(scales, key, effects)}
+            for (sub, info), key in zip(subs.items(), keys, strict=True)
+        },
+    }
 
 
-def _dynamics_levels(env_id: str) -> list[list[dict[str, Any]]]:
-    """The dynamics shift's levels over the env's largest uncertainty set (see :mod:`rlwrappers.ladders`)."""
-    box = uncertainty_set(env_id)
-    nominal = box.nominal()
-    levels: list[list[dict[str, Any]]] = []
-    for level in card.LEVELS:
-        values: dict[str, Any] = {}
-        for d in box.dims:
-            n = nominal[d.name]
-            low, high = min(d.low, n), max(d.high, n)
-            if level == card.LEVELS[-1]:
-                a, b = low, high  # exactly the hull, free of the rounding of n * (low / n)
-            elif n > 0 and low > 0:
-                a, b = n * (low / n) ** (level / 5), n * (high / n) ** (level / 5)
-            else:
-                a, b = n + (low - n) * level / 5, n + (high - n) * level / 5
-            values[d.key] = n if a == b else {"distribution": "uniform", "low": a, "high": b}
-        levels.append([_entry("dynamics_shift", values=values, resample="episode")])
-    return levels
+def _levels(scales: Scales, key: str, effects: Mapping[str, Effect]) -> dict[str, Any]:
+    """A family's levels and how they were chosen: by the measured effect, or card-v1's constants."""
+    effect = effects.get(key)
+    if effect is None:
+        values = _CONSTANTS[key]
+        return {"levels": [scales.entries(key, v) for v in values], "calibration": {"by": "constants"}}
+    chosen = choose(effect, top=top_of(key, effect), continuous=key not in card.DISCRETE_GRIDS)
+    record = {"by": "effect", "grid": key, **chosen.to_dict()}
+    return {"levels": [scales.entries(key, v) for v in chosen.values], "calibration": record}
+
+
+def top_of(key: str, effect: Effect) -> int | None:
+    """Level 5's fixed grid index: the dynamics family's is its grid's end, the uncertainty set's hull."""
+    return len(effect.grid) - 1 if key == "dynamics" else None
+
+
+def _constant_family(scales: Scales, name: str) -> dict[str, Any]:
+    """card-v1's image attack (a share of steps at one grey level) or corruptions (seed 004's Table 1)."""
+    family = card.FAMILIES[name]
+    if name == "attack":
+        levels = [[_entry("fgsm", eps=card.IMAGE_ATTACK_EPS, when=f"prob(p={p!r})")] for p in card.IMAGE_ATTACK_P]
+        return {
+            "title": family.title,
+            "unit": family.units["image"],
+            "levels": levels,
+            "calibration": {"by": "constants"},
+        }
+    return {
+        "title": family.title,
+        "unit": family.units["image"],
+        "sub_families": {
+            sub: {"title": info.title, "unit": info.units["image"], "levels": _corruption_levels(sub)}
+            for sub, info in card.CORRUPTIONS.items()
+        },
+        "calibration": {"by": "constants"},
+    }
 
 
 def _corruption_levels(name: str) -> list[list[dict[str, Any]]]:
+    """card-v1's levels of a corruption: seed 004's Table 1 (:mod:`rlwrappers.ladders.definition`)."""
     c = card
     table: dict[str, list[dict[str, Any]]] = {
         "brightness_contrast": [
@@ -224,6 +355,28 @@ def _corruption_levels(name: str) -> list[list[dict[str, Any]]]:
         "jpeg": [dict(quality=q) for q in c.JPEG_QUALITY],
     }
     return [[_entry(name, **p)] for p in table[name]]
+
+
+def _dynamics_entry(env_id: str, t: float) -> dict[str, Any]:
+    """The dynamics shift of severity ``t`` over the env's largest uncertainty set (see :mod:`rlwrappers.ladders`).
+
+    Each parameter is drawn per episode from ``[n (lo / n) ** t, n (hi / n) ** t]`` (linearly where ``n`` or the
+    hull's bound is not positive); at ``t = 1`` the box is the hull exactly.
+    """
+    box = uncertainty_set(env_id)
+    nominal = box.nominal()
+    values: dict[str, Any] = {}
+    for d in box.dims:
+        n = nominal[d.name]
+        low, high = min(d.low, n), max(d.high, n)
+        if t >= 1.0:
+            a, b = low, high  # exactly the hull, free of the rounding of n * (low / n)
+        elif n > 0 and low > 0:
+            a, b = n * (low / n) ** t, n * (high / n) ** t
+        else:
+            a, b = n + (low - n) * t, n + (high - n) * t
+        values[d.key] = n if a == b else {"distribution": "uniform", "low": a, "high": b}
+    return _entry("dynamics_shift", values=values, resample="episode")
 
 
 def _recovery(env_id: str, obs_noise: Sequence[list[dict[str, Any]]]) -> dict[str, Any]:
@@ -245,8 +398,56 @@ def _interventions(env_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def calibrate(env_id: str) -> dict[str, Any]:
+#: The observation kinds each family applies to (init_noise and dynamics need a simulator's state; corruptions
+#: need images).
+FAMILY_KINDS: Final[Mapping[str, tuple[str, ...]]] = {
+    name: ("vector",)
+    if name in ("init_noise", "dynamics")
+    else ("image",)
+    if name == "corruptions"
+    else ("vector", "image")
+    for name in card.FAMILIES
+}
+
+
+def env_scales(env_id: str) -> Scales:
+    """What ``env_id``'s levels are built from: its kind, its action space, the random policy's scales."""
+    env = make_env(env_id)
+    kind, actions = env_kind(env), env.action_space
+    env.close()
+    if not isinstance(actions, (gym.spaces.Discrete, gym.spaces.Box)):
+        raise IncompatibleSpace(f"a ladder needs Discrete or Box actions, received {actions}")
+    return Scales(env_id, kind, actions, measure(env_id))
+
+
+def effects_path(env_id: str, directory: str | os.PathLike[str] | None = None) -> Path:
+    """Where the measured effects of ``env_id``'s families are kept: ``<version>/effects/<file name>``."""
+    return (DIRECTORY / card.LADDER if directory is None else Path(directory)) / "effects" / file_name(env_id)
+
+
+def read_effects(env_id: str, directory: str | os.PathLike[str] | None = None) -> dict[str, Effect]:
+    """The measured effect of each of ``env_id``'s grids, by grid key; empty where none was measured."""
+    path = effects_path(env_id, directory)
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {key: Effect.from_dict(value) for key, value in data["effects"].items()}
+
+
+def read_effects_protocol(env_id: str, directory: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
+    """How ``env_id``'s effects were measured (agents, seeds, episodes, replicates), or None."""
+    path = effects_path(env_id, directory)
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {key: value for key, value in data.items() if key != "effects"}
+
+
+def calibrate(env_id: str, effects: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The ladder of ``env_id`` for the current version, measured now: what its shipped file holds.
+
+    The levels come from the effects kept in the version's folder (``effects``: another folder holding an
+    ``effects/`` one), or are card-v1's for a family without one.
 
     Raises:
         UnknownName: the version has no ladder for ``env_id``.
@@ -256,56 +457,12 @@ def calibrate(env_id: str) -> dict[str, Any]:
             f"`env_id` {env_id!r} has no {card.LADDER} ladder; ladders exist for {list(card.ENVS)}."
             + did_you_mean(str(env_id), card.ENVS)
         )
-    env = make_env(env_id)
-    kind, actions = env_kind(env), env.action_space
-    env.close()
-    m = measure(env_id)
-    discrete = isinstance(actions, gym.spaces.Discrete)
-    if not discrete and not isinstance(actions, gym.spaces.Box):
-        raise IncompatibleSpace(f"a ladder needs Discrete or Box actions, received {actions}")
-    action_kind = "discrete" if discrete else "box"
-
-    families: dict[str, Any] = {}
-    if kind == "vector":
-        assert m.obs_std is not None and m.state_std is not None  # measured for every vector env
-        obs_noise = [[_entry("obs_noise", std=std)] for std in _scaled(card.OBS_NOISE_K, m.obs_std)]
-    else:
-        obs_noise = [[_entry("obs_noise", std=std)] for std in card.IMAGE_OBS_NOISE_STD]
-    families["obs_noise"] = _family("obs_noise", kind, obs_noise)
-    if discrete:
-        action_noise = [[_entry("action_noise", p=p)] for p in card.ACTION_NOISE_P]
-    else:
-        assert isinstance(actions, gym.spaces.Box)
-        ranges = (actions.high.astype(np.float64) - actions.low.astype(np.float64)).ravel().tolist()
-        action_noise = [[_entry("action_noise", std=std)] for std in _scaled(card.ACTION_NOISE_RANGE_K, ranges)]
-    families["action_noise"] = _family("action_noise", action_kind, action_noise)
-    families["sticky_action"] = _family("sticky_action", kind, ([_entry("sticky_action", p=p)] for p in card.STICKY_P))
-    if kind == "vector":
-        assert m.state_std is not None
-        init = [[_entry("init_noise", std=std)] for std in _scaled(card.INIT_NOISE_K, m.state_std)]
-        families["init_noise"] = _family("init_noise", kind, init)
-        families["dynamics"] = _family("dynamics", kind, _dynamics_levels(env_id))
-    families["param_noise"] = _family(
-        "param_noise", kind, ([_entry("param_noise", std=s)] for s in card.PARAM_NOISE_STD)
-    )
-    if kind == "vector":
-        assert m.obs_std is not None
-        eps = _scaled(card.ATTACK_K, m.obs_std)
-        attack = [[_entry("fgsm", eps=e)] if discrete else [_entry("pgd", eps=e, steps=card.ATTACK_STEPS)] for e in eps]
-    else:
-        attack = [[_entry("fgsm", eps=card.IMAGE_ATTACK_EPS, when=f"prob(p={p!r})")] for p in card.IMAGE_ATTACK_P]
-    families["attack"] = _family("attack", kind, attack)
-    if kind == "image":
-        family = card.FAMILIES["corruptions"]
-        families["corruptions"] = {
-            "title": family.title,
-            "unit": family.units[kind],
-            "sub_families": {
-                name: {"title": sub.title, "unit": sub.units[kind], "levels": _corruption_levels(name)}
-                for name, sub in card.CORRUPTIONS.items()
-            },
-        }
-
+    scales = env_scales(env_id)
+    measured = read_effects(card.EFFECTS_FROM.get(env_id, env_id), effects)
+    names = [name for name in card.FAMILIES if scales.kind in FAMILY_KINDS[name]]
+    families = {name: _family(scales, name, measured) for name in names}
+    m = scales.measurement
+    obs_noise = families["obs_noise"]["levels"]
     published = card.PUBLISHED_RANDOM.get(env_id)
     measured_random = card.Reference(
         m.random_return,
@@ -314,12 +471,12 @@ def calibrate(env_id: str) -> dict[str, Any]:
         "the card's own episodes",
     )
     random = published or measured_random
-    return {
+    record = {
         "ladder": card.LADDER,
         "env_id": env_id,
         "env_kwargs": dict(card.ENV_KWARGS.get(env_id, {})),
         "preprocessing": card.ENV_PREPROCESSING.get(env_id),
-        "kind": kind,
+        "kind": scales.kind,
         "calibration": {
             "policy": card.CALIBRATION_POLICY,
             "steps": card.CALIBRATION_STEPS,
@@ -332,18 +489,22 @@ def calibrate(env_id: str) -> dict[str, Any]:
         "random_return": random.value,
         "random": _reference(random),
         "reference": _reference(card.REFERENCES[env_id]),
-        "reference_agents": [_reference_agent(agent) for agent in card.REFERENCE_AGENTS[env_id]],
+        "reference_agents": [reference_agent(agent) for agent in card.REFERENCE_AGENTS[env_id]],
         "families": families,
         "recovery": _recovery(env_id, obs_noise),
         "interventions": _interventions(env_id),
     }
+    protocol = read_effects_protocol(card.EFFECTS_FROM.get(env_id, env_id), effects)
+    if protocol is not None:
+        record["effect"] = protocol
+    return record
 
 
 def _reference(reference: card.Reference) -> dict[str, Any]:
     return {"return": reference.value, "source": reference.source, "protocol": reference.protocol}
 
 
-def _reference_agent(agent: card.ReferenceAgent) -> dict[str, Any]:
+def reference_agent(agent: card.ReferenceAgent) -> dict[str, Any]:
     """A reference agent's name and its weights' SHA-256 (a zoo agent's from its card)."""
     if agent.sha256 is not None:
         return {"name": agent.name, "sha256": agent.sha256}
@@ -373,6 +534,7 @@ def write(directory: str | os.PathLike[str] | None = None, env_ids: Iterable[str
     written = []
     for env_id in card.ENVS if env_ids is None else env_ids:
         path = folder / file_name(env_id)
-        path.write_text(to_json(calibrate(env_id)), encoding="utf-8")
+        own = directory is not None and effects_path(env_id, directory).exists()  # measured into it
+        path.write_text(to_json(calibrate(env_id, directory if own else None)), encoding="utf-8")
         written.append(path)
     return written

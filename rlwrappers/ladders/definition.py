@@ -10,12 +10,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from rlwrappers.ladders.effect import distinct, geometric
+
 __all__ = [
     "ACTION_NOISE_P",
     "ACTION_NOISE_RANGE_K",
     "ATARI_MAX_FRAMES",
     "ATTACK_K",
     "ATTACK_STEPS",
+    "ATTACK_SUBS",
     "BRIGHTNESS_ALPHA",
     "BRIGHTNESS_BETA",
     "CALIBRATION_POLICY",
@@ -26,7 +29,13 @@ __all__ = [
     "ENV_KWARGS",
     "ENV_PACKAGES",
     "ENV_PREPROCESSING",
+    "DISCRETE_GRIDS",
+    "EFFECT_EPISODES",
+    "EFFECTS_FROM",
+    "EFFECT_SEEDS",
+    "EFFECT_SIZES",
     "FAMILIES",
+    "GRIDS",
     "IMAGE_ATTACK_EPS",
     "IMAGE_ATTACK_P",
     "IMAGE_OBS_NOISE_STD",
@@ -121,6 +130,12 @@ FAMILIES: Final[Mapping[str, Family]] = {
         },
     ),
     "corruptions": Family("Natural corruptions", {"image": "seed 004's Table 1 parameters (Korkmaz 2023)"}),
+}
+
+#: The image attack's sub-families, in order: how often one grey level strikes, and how many grey levels.
+ATTACK_SUBS: Final[Mapping[str, Family]] = {
+    "share": Family("Share of steps", {"image": "share of steps attacked by FGSM at one grey level"}),
+    "budget": Family("Budget", {"image": "FGSM's L-inf budget in grey levels, on every step"}),
 }
 
 #: The corruptions family's sub-families, in order.
@@ -302,6 +317,45 @@ PERSPECTIVE_NORM: Final = (1.0, 1.5, 2.0, 2.5, 3.0)
 JPEG_QUALITY: Final = (90, 70, 50, 30, 10)
 #: The sub-families whose whole-pixel parameters take fewer than five values in Table 1's range: some levels repeat.
 REPEATED_LEVELS: Final = frozenset({"median_blur", "translate"})
+
+
+# Calibration by effect (rlwrappers.ladders.effect): each family's candidate severities, mildest first, in the
+# unit of its entry below, keyed "family@kind" where the unit depends on the observation or action kind and
+# "family.sub" for sub-families. Geometric with ratio sqrt(2) where the unit is continuous.
+_ROOT2: Final = 2**0.5
+#: The grid of each family (see :mod:`rlwrappers.ladders.effect`).
+GRIDS: Final[Mapping[str, tuple[float, ...]]] = {
+    "obs_noise@vector": geometric(0.01, 5.2, _ROOT2),  # k: std k * sigma_d
+    "obs_noise@image": geometric(0.5, 128.0, _ROOT2),  # std in grey levels
+    "action_noise@discrete": geometric(1 / 256, 1.0, _ROOT2),  # p of a uniformly random action
+    "action_noise@box": geometric(1 / 256, 2.0, _ROOT2),  # k: std k * (high_d - low_d)
+    "sticky_action": geometric(1 / 128, 0.9, _ROOT2),  # p that the previous action repeats
+    "init_noise": geometric(0.05, 13.0, _ROOT2),  # k: std k * state_sigma_d
+    "dynamics": geometric(1 / 64, 1.0, _ROOT2),  # t: the box n * (hull / n) ** t; 1 is the hull
+    "param_noise": geometric(1 / 1024, 1.0, _ROOT2),  # std in the weights' units
+    "attack@vector": geometric(1 / 1024, 4.0, _ROOT2),  # k: L-inf budget k * sigma_d
+    "attack.share": geometric(1 / 64, 1.0, _ROOT2),  # share of steps at one grey level
+    "attack.budget": distinct([float(round(g)) for g in geometric(1.0, 128.0, _ROOT2)]),  # grey levels
+    "corruptions.brightness_contrast": geometric(1 / 64, 1.6, _ROOT2),  # v: gain 1 + v, offset 100 v
+    "corruptions.median_blur": (3.0, 5.0, 7.0, 9.0, 11.0, 13.0, 15.0),  # kernel size
+    "corruptions.rotate": geometric(1 / 8, 32.0, _ROOT2),  # degrees
+    "corruptions.translate": (1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 11.0, 16.0),  # pixels along both axes
+    "corruptions.perspective": geometric(1 / 4, 16.0, _ROOT2),  # largest corner displacement in pixels
+    "corruptions.jpeg": (95.0, 90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 20.0, 10.0, 5.0),  # quality, falling
+}
+#: The grids whose unit takes only the values on them (whole pixels, JPEG qualities, whole grey levels): their
+#: levels 2 to 4 are grid points, where the others' lie on the geometric series between levels 1 and 5.
+DISCRETE_GRIDS: Final = frozenset(
+    {"attack.budget", "corruptions.median_blur", "corruptions.translate", "corruptions.jpeg"}
+)
+#: Evaluation seeds and episodes per seed of each reference agent at each grid point.
+EFFECT_SEEDS: Final = 3
+EFFECT_EPISODES: Final = 10
+#: Where whole games make that too long: (seeds, episodes) of each reference agent at each grid point.
+EFFECT_SIZES: Final[Mapping[str, tuple[int, int]]] = {"BreakoutNoFrameskip-v4": (2, 2)}
+#: Envs whose levels come from another env's measured effects: Toybox's Breakout takes ALE Breakout's, measured
+#: on the agents trained there (they barely play Toybox's, so its own drops would say nothing).
+EFFECTS_FROM: Final[Mapping[str, str]] = {"rlwrappers/ToyboxBreakout-v0": "BreakoutNoFrameskip-v4"}
 
 
 @dataclass(frozen=True)
