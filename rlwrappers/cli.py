@@ -402,8 +402,9 @@ def _card(args: argparse.Namespace) -> int:
     from rlwrappers.studies.robustness_card import robustness_card
 
     families = args.families.split(",") if args.families else None
+    agents = [_files(source, args) for source in args.agent]
     record = robustness_card(
-        _files(args.agent, args),
+        agents[0] if len(agents) == 1 else agents,
         args.env,
         out=args.out,
         families=families,
@@ -423,7 +424,9 @@ def _card(args: argparse.Namespace) -> int:
         rating = f"not rated (a subset of families), {score}"
     else:
         rating = f"{stars}/5 (P = {overall['stars_probability'][stars - 1]:.2f}), {score}"
-    print(f"Robustness of {args.agent} on {args.env} ({record['ladder']}): {rating}")
+    print(f"Robustness of {record['agent']['name']} on {args.env} ({record['ladder']}): {rating}")
+    for run in record.get("runs", []):
+        print(f"  trained agent {run['name']}: score {run['score']:.3f}, stars {run['stars'] or '-'}")
     print(f"  clean skill {record['clean']['skill']:.3f}; per family: score, stars, relative AUSC")
     for family in record["families"]:
         area = "n/a" if family["relative"]["ausc"] is None else f"{family['relative']['ausc']:.3f}"
@@ -880,7 +883,12 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         formatter_class=raw,
     )
     card.add_argument("--env", help="an env with a ladder, e.g. CartPole-v1")
-    card.add_argument("--agent", help=AGENT_HELP)
+    card.add_argument(
+        "--agent",
+        action="append",
+        help=f"{AGENT_HELP}; a training method over its training seeds as NAME@0,1,2, or --agent repeated (one"
+        " trained agent each, e.g. several zips)",
+    )
     _agent_file_arguments(card)
     card.add_argument("--out", required=True, help="the card's folder (with --compare: the leaderboard's)")
     card.add_argument("--families", help="only these families, separated by commas (the card then has no rating)")

@@ -159,3 +159,23 @@ def test_relative_numbers_equal_card_v1s_functions() -> None:
     assert [e.value for e in g.families["noise"].impact] == pytest.approx(v1.impact, abs=1e-12)
     assert g.families["noise"].relative_ausc.value == pytest.approx(v1.ausc, abs=1e-12)
     assert g.families["noise"].tolerated == v1.tolerated
+
+
+def test_a_training_methods_runs_are_resampled_before_their_episodes() -> None:
+    rng = np.random.default_rng(2)
+    runs = np.array([100.0, 300.0, 500.0])[:, None, None] + rng.normal(0.0, 1.0, size=(3, 2, 4))
+    t = np.stack([runs, runs - 50.0])  # (arms, runs, seeds, episodes)
+    means = grade.resampled_means(t, np.random.default_rng(5), reps=400)
+    assert np.allclose(means[:, 0] - means[:, 1], 50.0)  # every arm resamples the same runs and episodes
+    assert means[:, 0].min() < 200.0 and means[:, 0].max() > 400.0  # the spread over training seeds shows
+    chosen = np.random.default_rng(5).integers(0, 3, size=(400, 3))
+    picks = np.random.default_rng(5)
+    picks.integers(0, 3, size=(400, 3))
+    picks = picks.integers(0, 4, size=(400, 3, 2, 4))
+    k = 123
+    by_hand = np.mean([t[0, chosen[k, r], s, picks[k, r, s]] for r in range(3) for s in range(2)])
+    assert means[k, 0] == pytest.approx(by_hand, abs=1e-12)
+    method = grade.grade(runs, {"shift": [runs - 50.0] * 5}, 0.0, 500.0, np.random.default_rng(0), reps=400)
+    single = grade.grade(runs[2], {"shift": [runs[2] - 50.0] * 5}, 0.0, 500.0, np.random.default_rng(0), reps=400)
+    assert method.clean_return.value == pytest.approx(runs.mean())
+    assert method.score.high - method.score.low > 5 * (single.score.high - single.score.low)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
+import helpers_robustness_cards as hand_built
 import numpy as np
 import pytest
+from helpers_scripts import script
 
 import rlwrappers as rw
 from rlwrappers import cli, ladders
@@ -165,11 +166,7 @@ def test_list_names_every_ladder(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_the_shipped_cards_are_valid_and_the_docs_table_is_theirs() -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import make_cards
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
+    make_cards = script("make_cards")
     shipped = sorted(p.name for p in (ROOT / "docs" / "cards").iterdir())
     assert shipped == sorted(name for name in make_cards.SHIPPED if (ROOT / "docs/cards" / name).exists())
     assert {"ppo-CartPole-v1", "ppo-Catch-v0", "ppo-Catch-v0-fgsm", "td3-Pendulum-v1"} <= set(shipped)
@@ -215,3 +212,61 @@ def test_on_the_zoos_agents_the_weaker_one_never_ranks_higher_and_a_dominating_t
     for g in (a, b):
         assert top.score.value >= g.score.value and top.stars >= g.stars
         assert all(top.families[n].score.value >= g.families[n].score.value for n in g.families)
+
+
+def test_a_training_method_is_graded_over_its_training_seeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kwargs: dict[str, Any] = {**SMALL, "families": ["obs_noise", "sticky_action"]}
+    method = robustness_card("ppo-CartPole-v1@0,1,2", "CartPole-v1", out=tmp_path / "method", **kwargs)
+    assert [run["name"] for run in method["runs"]] == [f"ppo-CartPole-v1@{s}" for s in range(3)]
+    assert method["agent"]["name"] == "ppo-CartPole-v1@0,1,2" and method["agent"]["sha256"] is None
+    assert sorted(p.name for p in (tmp_path / "method" / "runs").iterdir()) == ["run0", "run1", "run2"]
+    assert method["clean"]["mean_return"] == pytest.approx(np.mean([r["clean_mean_return"] for r in method["runs"]]))
+    alone = robustness_card("ppo-CartPole-v1@1", "CartPole-v1", out=tmp_path / "one", **kwargs)
+    assert method["runs"][1]["score"] == alone["overall"]["score"]  # each trained agent graded alone, as its own card
+    assert "runs" not in alone
+    # The same runs named one by one on the command line: the same card but for its name.
+    argv = ["card", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1@0", "--agent", "ppo-CartPole-v1@1"]
+    argv += ["--agent", "ppo-CartPole-v1@2", "--families", "obs_noise,sticky_action", "--seeds", "2"]
+    argv += ["--episodes", "2", "--reps", "200", "--workers", "1", "--quiet", "--out", str(tmp_path / "cli")]
+    assert cli.main(argv) == 0
+    assert "trained agent ppo-CartPole-v1@2: score" in capsys.readouterr().out
+    again = read_robustness_card(tmp_path / "cli")
+    assert again["agent"]["name"] == "ppo-CartPole-v1@0 + ppo-CartPole-v1@1 + ppo-CartPole-v1@2"
+    assert {k: v for k, v in numbers(again).items() if k != "agent"} == {
+        k: v for k, v in numbers(method).items() if k != "agent"
+    }
+    page = (tmp_path / "method" / "card.html").read_text()
+    assert 'id="runs"' in page and 'data-path="$.runs[2].score"' in page
+
+
+def test_the_validity_matrix_compares_each_trained_agent_with_the_vanilla_one_per_family(tmp_path: Path) -> None:
+    make_leaderboards = script("make_leaderboards")
+    vanilla = hand_built.graded(hand_built.cartpole())
+    trained = json.loads(json.dumps(vanilla))
+    noise = next(f for f in trained["families"] if f["name"] == "obs_noise")
+    noise["score"], noise["score_ci"] = 0.95, [0.93, 0.97]  # above the vanilla agent's interval
+    for name, record in (("ppo-CartPole-v1", vanilla), ("ppo-CartPole-v1-obs_noise", trained)):
+        (tmp_path / "CartPole-v1" / name).mkdir(parents=True)
+        (tmp_path / "CartPole-v1" / name / "card.json").write_text(json.dumps(record))
+    rows = make_leaderboards.matrix(tmp_path).splitlines()[2:]
+    assert len(rows) == len(vanilla["families"])  # one trained agent, every family
+    obs = next(row for row in rows if "| obs_noise |" in row)
+    assert "| 0.950 vs " in obs and "| raises |" in obs and obs.endswith("| yes |")
+    action = next(row for row in rows if "| action_noise |" in row)
+    assert "| no clear change |" in action and action.endswith("|  |")  # not the family it was trained under
+
+
+def test_the_validity_page_holds_the_shipped_leaderboards_matrix() -> None:
+    make_leaderboards = script("make_leaderboards")
+    page = (ROOT / "docs" / "card-validity.md").read_text()
+    assert f"{make_leaderboards.BEGIN}\n{make_leaderboards.matrix()}\n{make_leaderboards.END}" in page
+    for env_id in make_leaderboards.METHODS:
+        folder = make_leaderboards.board(env_id)
+        for card in folder.glob("*/card.json"):
+            record = read_robustness_card(card)
+            assert record["ladder"] == ladders.LADDER and record["settings"]["complete"]
+            assert card.parent.name in make_leaderboards.METHODS[env_id]
+        if folder.exists():
+            assert (folder / "leaderboard.html").exists()

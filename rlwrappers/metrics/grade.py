@@ -99,6 +99,10 @@ def resampled_means(arms: ArrayLike, rng: np.random.Generator, reps: int) -> Arr
     draws, per seed, ``episodes`` indices with replacement (one ``rng.integers`` call for all replicates, so the
     draws do not depend on how the work is split) and takes every arm's mean over the drawn episodes.
 
+    With ``(arms, runs, seeds, episodes)``, the returns of several trained agents (runs: a training method's
+    training seeds), a replicate first draws ``runs`` runs with replacement, as rliable's stratified bootstrap
+    draws runs, then episodes within each drawn run's seeds: the interval holds the spread over training seeds.
+
     Example:
         >>> table = np.array([[[1.0, 3.0]], [[2.0, 4.0]]])  # two arms, one seed, two episodes
         >>> means = resampled_means(table, np.random.default_rng(0), reps=4)
@@ -106,16 +110,30 @@ def resampled_means(arms: ArrayLike, rng: np.random.Generator, reps: int) -> Arr
         True
     """
     a = _check.finite_array("arms", arms)
-    if a.ndim != 3 or a.size == 0:
-        raise InvalidArgument(f"`arms` must be returns of shape (arms, seeds, episodes), received shape {a.shape}")
+    if a.ndim not in (3, 4) or a.size == 0:
+        raise InvalidArgument(
+            f"`arms` must be returns of shape (arms, seeds, episodes) or (arms, runs, seeds, episodes), received"
+            f" shape {a.shape}"
+        )
     _check.integer("reps", reps, minimum=1)
-    n_arms, seeds, episodes = a.shape
-    picks = rng.integers(0, episodes, size=(reps, seeds, episodes))
-    rows = np.arange(seeds)[:, np.newaxis]
+    n_arms, episodes = a.shape[0], a.shape[-1]
     out = np.empty((reps, n_arms))
     step = max(1, _CHUNK // a.size)
+    if a.ndim == 3:
+        seeds = a.shape[1]
+        picks = rng.integers(0, episodes, size=(reps, seeds, episodes))
+        rows = np.arange(seeds)[:, np.newaxis]
+        for start in range(0, reps, step):
+            drawn = a[:, rows, picks[start : start + step]]  # (arms, chunk, seeds, episodes)
+            out[start : start + step] = drawn.reshape(n_arms, drawn.shape[1], -1).mean(axis=2).T
+        return out
+    runs, seeds = a.shape[1], a.shape[2]
+    chosen = rng.integers(0, runs, size=(reps, runs))
+    picks = rng.integers(0, episodes, size=(reps, runs, seeds, episodes))
+    rows = np.arange(seeds)[:, np.newaxis]
     for start in range(0, reps, step):
-        drawn = a[:, rows, picks[start : start + step]]  # (arms, chunk, seeds, episodes)
+        which = chosen[start : start + step][:, :, np.newaxis, np.newaxis]
+        drawn = a[:, which, rows, picks[start : start + step]]  # (arms, chunk, runs, seeds, episodes)
         out[start : start + step] = drawn.reshape(n_arms, drawn.shape[1], -1).mean(axis=2).T
     return out
 
@@ -202,8 +220,11 @@ def _levels(where: str, levels: Any) -> list[Array]:
 
 def _matrix(where: str, returns: Array) -> Array:
     r = returns[np.newaxis, :] if returns.ndim == 1 else returns
-    if r.ndim != 2 or r.size == 0:
-        raise InvalidArgument(f"`{where}` must hold returns of shape (seeds, episodes), received shape {r.shape}")
+    if r.ndim not in (2, 3) or r.size == 0:
+        raise InvalidArgument(
+            f"`{where}` must hold returns of shape (seeds, episodes), or (runs, seeds, episodes) for several"
+            f" trained agents, received shape {r.shape}"
+        )
     return r
 
 
@@ -267,8 +288,9 @@ def grade(
     """Grades a card from its episode returns: skill, scores, stars and their intervals.
 
     Args:
-        clean: the clean arm's returns, ``(seeds, episodes)``.
-        families: per family, its levels' returns (each ``(seeds, episodes)``, paired with ``clean``), or its
+        clean: the clean arm's returns, ``(seeds, episodes)``; or ``(runs, seeds, episodes)`` for a training
+            method's runs (its trained agents), which the bootstrap resamples too (:func:`resampled_means`).
+        families: per family, its levels' returns (each of ``clean``'s shape, paired with it), or its
             sub-families, by name, each a list of levels.
         random_return: the random policy's mean return, skill 0.
         reference_return: the reference return, skill 1.
@@ -306,7 +328,7 @@ def grade(
             layout[str(name)][sub] = list(range(start, len(columns)))
     table = np.stack(columns)
     scores = _Scores(layout, r_random, r_ref)
-    point = scores(table.mean(axis=(1, 2)))
+    point = scores(table.reshape(len(table), -1).mean(axis=1))
     replicates = scores(resampled_means(table, rng, reps))
 
     def bounds(path: Sequence[str | None]) -> tuple[Any, Array, Array]:

@@ -629,6 +629,33 @@ def _references(record: Mapping[str, Any], digits: int) -> list[tuple[str, str]]
     ]
 
 
+def _runs_html(record: Mapping[str, Any]) -> str:
+    """A training method's trained agents, each graded alone; empty for a card of one agent."""
+    runs = record.get("runs")
+    if not runs:
+        return ""
+    digits = _return_digits([run["clean_mean_return"] for run in runs])
+    rows = []
+    for i, run in enumerate(runs):
+        where: list[str | int] = ["runs", i]
+        score = _span(run["score"], 3, [*where, "score"], "score", run=i)
+        ci = _interval(run["score_ci"], 3, [*where, "score_ci"], "score", run=i)
+        clean = _span(run["clean_mean_return"], digits, [*where, "clean_mean_return"], "clean_mean_return", run=i)
+        stars = _stars_cell(run["stars"], [*where, "stars"], run=i)
+        rows.append(
+            f'<tr data-run="{i}"><td><b>{_e(run["name"])}</b><br><small>{_e(run["detail"])}</small></td>'
+            f'<td class="num">{clean}</td><td class="num">{score}<br><small>{ci}</small></td><td>{stars}</td></tr>\n'
+        )
+    return (
+        "<h2>Training runs</h2>\n<p>This card grades a training method: its trained agents (training seeds) played"
+        " the same arms, and every number above pools them, the bootstrap resampling the agents before their"
+        " episodes (as rliable resamples runs), so the intervals hold the spread over training seeds. Each agent"
+        " graded alone:</p>\n"
+        '<table id="runs">\n<thead><tr><th>trained agent</th><th>clean mean return</th><th>score [95% CI]</th>'
+        f"<th>stars</th></tr></thead>\n<tbody>\n{''.join(rows)}</tbody>\n</table>\n"
+    )
+
+
 def _heat(normalized: float | None) -> str:
     """A cell's background: red at normalized return 0, green at 1."""
     if normalized is None:
@@ -1073,6 +1100,7 @@ def _card_page(record: Mapping[str, Any], frames: Mapping[str, Any] | None) -> s
         + _rating_html(record)
         + "<h2>What was measured</h2>\n"
         + _facts_html(record)
+        + _runs_html(record)
         + "<h2>Families of shift</h2>\n"
         + _families_html(record)
         + f'<p class="note">{family_stars}.</p>\n'

@@ -24,7 +24,7 @@ import time
 import warnings
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -122,34 +122,83 @@ def robustness_card(
         shifts[RECOVERY] = ladder.recovery.entries
         shifts.update({shown.arm: shown.entries for shown in ladder.interventions})
     root = Path(out)
-    _check_preprocessing(agent, ladder, arms)
+    runs = training_runs(agent)
+    for run in runs:
+        _check_preprocessing(run, ladder, arms)
     setup = EnvSetup(kwargs=ladder.env_kwargs, wrappers=ladders_module.preprocessing_wrappers(ladder.preprocessing))
+    execution = Execution(
+        backend=backend, workers=workers, start_method=start_method, progress=progress, batch=batch, exact=exact
+    )
+    folders = [root / "runs"] if len(runs) == 1 else [root / "runs" / f"run{i}" for i in range(len(runs))]
+    played = [
+        _play(run, env_id, shifts, arms, folder, setup, execution, seeds, episodes)
+        for run, folder in zip(runs, folders, strict=True)
+    ]
+    record = _record(agent, runs, ladder, played, families, "exact" if exact else "fast", reps, seeds, episodes)
+    seconds = sum(p.seconds for p in played)
+    steps = sum(p.steps for p in played)
+    record["timings"] = {"seconds": seconds, "agent_steps": steps, "steps_per_second": steps / max(seconds, 1e-9)}
+    from rlwrappers.report.card import write_robustness_card
+
+    first = played[0]
+    write_robustness_card(record, root, frames=_frames(runs[0], first.evaluation, first.table, record, setup.stack))
+    return record
+
+
+def training_runs(agent: Any) -> list[Any]:
+    """The trained agents a card grades: ``[agent]``, or a training method's runs.
+
+    A zoo name with several training seeds, ``NAME@0,1,2``, stands for ``NAME@0``, ``NAME@1`` and ``NAME@2``; a
+    list or tuple of agents (zips, folders, names, Agents) for its items.
+
+    Example:
+        >>> training_runs("ppo-CartPole-v1@0,1,2")
+        ['ppo-CartPole-v1@0', 'ppo-CartPole-v1@1', 'ppo-CartPole-v1@2']
+        >>> training_runs("ppo-CartPole-v1")
+        ['ppo-CartPole-v1']
+    """
+    if isinstance(agent, str) and "," in agent.partition("@")[2] and not Path(agent).exists():
+        name, _, seeds = agent.partition("@")
+        return [f"{name}@{seed.strip()}" for seed in seeds.split(",")]
+    if isinstance(agent, (list, tuple)):
+        if len(agent) < 1:
+            raise InvalidArgument("`agent` must name at least one trained agent, received an empty list")
+        return list(agent)
+    return [agent]
+
+
+@dataclass(frozen=True)
+class _Played:
+    """One trained agent's evaluation for a card: its episode table, flip rates, agent steps and seconds."""
+
+    evaluation: Evaluation
+    table: dict[str, np.ndarray[Any, Any]]
+    flips: dict[str, float]
+    steps: int
+    seconds: float
+
+
+def _play(
+    agent: Any,
+    env_id: str,
+    shifts: Mapping[str, list[dict[str, Any]]],
+    arms: Sequence[ladders_module.Arm],
+    folder: Path,
+    setup: EnvSetup,
+    execution: Execution,
+    seeds: int,
+    episodes: int,
+) -> _Played:
+    """Plays every arm with one trained agent into ``folder`` (resuming what is there)."""
     started, wall = time.perf_counter(), time.time()
     evaluation = evaluate(
-        {AGENT: agent},
-        env_id,
-        shifts,
-        episodes=episodes,
-        seeds=seeds,
-        out=root / "runs",
-        env=setup,
-        execution=Execution(
-            backend=backend, workers=workers, start_method=start_method, progress=progress, batch=batch, exact=exact
-        ),
+        {AGENT: agent}, env_id, shifts, episodes=episodes, seeds=seeds, out=folder, env=setup, execution=execution
     )
     seconds = time.perf_counter() - started
     episodes_by_run = {path: read_episodes(evaluation.path / path) for path in evaluation.index["path"]}
     table = episode_returns(evaluation, episodes_by_run)
     flips = flip_rates(agent, evaluation, arms, setup.stack)
-    record = _record(
-        agent, ladder, evaluation, table, flips, families, "exact" if exact else "fast", reps, seeds, episodes
-    )
-    steps = _agent_steps(evaluation, episodes_by_run, since=wall)
-    record["timings"] = {"seconds": seconds, "agent_steps": steps, "steps_per_second": steps / max(seconds, 1e-9)}
-    from rlwrappers.report.card import write_robustness_card
-
-    write_robustness_card(record, root, frames=_frames(agent, evaluation, table, record, setup.stack))
-    return record
+    return _Played(evaluation, table, flips, _agent_steps(evaluation, episodes_by_run, since=wall), seconds)
 
 
 def episode_returns(
@@ -374,14 +423,18 @@ def _numeric(value: Any) -> bool:
     return bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
-def _recovery(evaluation: Evaluation, recovery: ladders_module.Recovery) -> dict[str, Any]:
-    """The recovery test's entry: the clean band, the shifted arm's mean reward, the time to recover."""
+def _recovery(evaluations: Sequence[Evaluation], recovery: ladders_module.Recovery) -> dict[str, Any]:
+    """The recovery test's entry: the clean band, the shifted arm's mean reward, the time to recover.
+
+    The episodes of every trained agent are pooled.
+    """
     rewards = {}
     for shift in (BASELINE, RECOVERY):
         episodes = []
-        for path in evaluation.index.loc[evaluation.index["shift"] == shift].sort_values("seed")["path"]:
-            steps = read_log(evaluation.path / path).steps
-            episodes += [g["reward"].to_numpy(dtype=np.float64) for _, g in steps.groupby("episode", sort=True)]
+        for evaluation in evaluations:
+            for path in evaluation.index.loc[evaluation.index["shift"] == shift].sort_values("seed")["path"]:
+                steps = read_log(evaluation.path / path).steps
+                episodes += [g["reward"].to_numpy(dtype=np.float64) for _, g in steps.groupby("episode", sort=True)]
         rewards[shift] = episodes
     band = scores.recovery_band(rewards[BASELINE], recovery.window)
     times = [scores.recovery_time(r, band, recovery.stop, recovery.window, recovery.horizon) for r in rewards[RECOVERY]]
@@ -473,25 +526,10 @@ def _agent_identity(agent: Any, trained: Mapping[str, Any] | None) -> dict[str, 
     return {"name": type(agent).__name__, "source": "object", "sha256": None, "detail": str(agent)}
 
 
-def _record(
-    agent: Any,
-    ladder: ladders_module.Ladder,
-    evaluation: Evaluation,
-    table: Mapping[str, np.ndarray[Any, Any]],
-    flips: Mapping[str, float],
-    families: Sequence[str] | None,
-    mode: str,
-    reps: int,
-    seeds: int,
-    episodes: int,
+def _family_returns(
+    by_family: Mapping[str, Sequence[ladders_module.Arm]], table: Mapping[str, np.ndarray[Any, Any]]
 ) -> dict[str, Any]:
-    """The card's record (format ``rlwrappers-robustness-card`` 2), every number from the episode table."""
-    arms = ladder.arms(families)
-    reference = ladder.reference_return
-    assert reference is not None and ladder.reference is not None and ladder.random is not None  # card-v2 on
-    by_family: dict[str, list[ladders_module.Arm]] = {}
-    for arm in arms:
-        by_family.setdefault(arm.family, []).append(arm)
+    """Each family's levels' returns (or its sub-families'), as :func:`rlwrappers.metrics.grade.grade` takes them."""
     returns: dict[str, Any] = {}
     for name, mine in by_family.items():
         if mine[0].sub_family is None:
@@ -501,6 +539,47 @@ def _record(
             for arm in mine:
                 subs.setdefault(str(arm.sub_family), []).append(table[arm.name])
             returns[name] = subs
+    return returns
+
+
+def _mean_flips(played: Sequence[_Played]) -> dict[str, float]:
+    """Each arm's flip rate, the mean over the trained agents that have one."""
+    names = dict.fromkeys(name for p in played for name in p.flips)
+    out = {}
+    for name in names:
+        rates = [p.flips[name] for p in played if name in p.flips and not math.isnan(p.flips[name])]
+        out[name] = float(np.mean(rates)) if rates else math.nan
+    return out
+
+
+def _record(
+    agent: Any,
+    runs: Sequence[Any],
+    ladder: ladders_module.Ladder,
+    played: Sequence[_Played],
+    families: Sequence[str] | None,
+    mode: str,
+    reps: int,
+    seeds: int,
+    episodes: int,
+) -> dict[str, Any]:
+    """The card's record (format ``rlwrappers-robustness-card`` 2), every number from the episode tables.
+
+    A training method's runs (several trained agents) are graded together: each arm's table is ``(runs, seeds,
+    episodes)``, and the bootstrap resamples runs before episodes.
+    """
+    arms = ladder.arms(families)
+    reference = ladder.reference_return
+    assert reference is not None and ladder.reference is not None and ladder.random is not None  # card-v2 on
+    by_family: dict[str, list[ladders_module.Arm]] = {}
+    for arm in arms:
+        by_family.setdefault(arm.family, []).append(arm)
+    if len(played) == 1:
+        table = played[0].table
+    else:
+        table = {arm: np.stack([p.table[arm] for p in played]) for arm in played[0].table}
+    flips = _mean_flips(played)
+    returns = _family_returns(by_family, table)
     graded = grade.grade(table[BASELINE], returns, ladder.random_return, reference, _generator("card"), reps=reps)
     entries = [
         _family(name, ladder.families[name], mine, graded.families[name], table, flips)
@@ -511,13 +590,18 @@ def _record(
     ausc, ausc_ci = _estimate(graded.relative_mean_ausc)
     clean_skill, clean_skill_ci = _estimate(graded.clean_skill)
     worst = graded.families[graded.worst_family]
-    trained = evaluation.request.get("agent_preprocessing", {}).get(AGENT)
+    evaluations = [p.evaluation for p in played]
+    trained = evaluations[0].request.get("agent_preprocessing", {}).get(AGENT)
+    identities = [
+        _agent_identity(run, e.request.get("agent_preprocessing", {}).get(AGENT))
+        for run, e in zip(runs, evaluations, strict=True)
+    ]
     record = {
         "format": "rlwrappers-robustness-card",
         "format_version": 2,
         "ladder": ladder.version,
         "env_id": ladder.env_id,
-        "agent": _agent_identity(agent, trained),
+        "agent": identities[0] if len(runs) == 1 else _method_identity(agent, identities),
         "package_version": __version__,
         "settings": {
             "seeds": list(range(seeds)),
@@ -549,7 +633,7 @@ def _record(
             "worst_score": worst.score.value,
             "relative": {"mean_ausc": ausc, "mean_ausc_ci": ausc_ci},
         },
-        "recovery": _recovery(evaluation, ladder.recovery) if complete else None,
+        "recovery": _recovery(evaluations, ladder.recovery) if complete else None,
         "interventions": [
             _intervention(shown, table, (ladder.random_return, reference), reps) for shown in ladder.interventions
         ]
@@ -558,7 +642,41 @@ def _record(
     }
     if trained is not None:  # only then, so that other cards keep their keys
         record["agent_preprocessing"] = trained
+    if len(runs) > 1:  # a training method: each trained agent's own grade, beside the method's
+        record["runs"] = [
+            _run_grade(identity, p.table, by_family, (ladder.random_return, reference), reps, complete)
+            for identity, p in zip(identities, played, strict=True)
+        ]
     return record
+
+
+def _method_identity(agent: Any, identities: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A training method's identity: its name, and how many trained agents stand for it."""
+    names = [str(identity["name"]) for identity in identities]
+    name = str(agent) if isinstance(agent, str) else " + ".join(names)
+    sources = sorted({str(identity["source"]) for identity in identities})
+    detail = f"a training method over {len(names)} trained agents (training seeds): {', '.join(names)}"
+    return {"name": name, "source": ", ".join(sources), "sha256": None, "detail": detail}
+
+
+def _run_grade(
+    identity: Mapping[str, Any],
+    table: Mapping[str, np.ndarray[Any, Any]],
+    by_family: Mapping[str, Sequence[ladders_module.Arm]],
+    returns: tuple[float, float],
+    reps: int,
+    complete: bool,
+) -> dict[str, Any]:
+    """One trained agent's score and stars, graded alone."""
+    graded = grade.grade(table[BASELINE], _family_returns(by_family, table), *returns, _generator("card"), reps=reps)
+    score, score_ci = _estimate(graded.score)
+    return {
+        **identity,
+        "clean_mean_return": graded.clean_return.value,
+        "score": score,
+        "score_ci": score_ci,
+        "stars": graded.stars if complete else None,
+    }
 
 
 def _intervention(
