@@ -270,3 +270,15 @@ def test_the_validity_page_holds_the_shipped_leaderboards_matrix() -> None:
             assert card.parent.name in make_leaderboards.METHODS[env_id]
         if folder.exists():
             assert (folder / "leaderboard.html").exists()
+
+
+def test_per_entry_levels_repeat_over_stacked_frames() -> None:
+    from rlwrappers.studies.recipe import env_side_frames, input_frames, tiled
+
+    attack = {"name": "fgsm", "eps": [0.1, 0.2], "quantize": True, "when": "always"}
+    assert tiled([attack], 3)[0]["eps"] == [0.1, 0.2] * 3 and attack["eps"] == [0.1, 0.2]
+    init = {"name": "init_noise", "std": [0.1, 0.2], "dist": "gaussian", "when": "always"}
+    assert tiled([init], 3)[0]["std"] == [0.1, 0.2]  # a state's entries, not an observation's
+    stack = {"wrapper": "rlwrappers.wrappers.frames.StackFrames", "kwargs": {"frames": 2, "channels_order": None}}
+    record = {"vec_env_wrappers": [stack], "frame_stack": 4}
+    assert (env_side_frames(record), input_frames(record), input_frames({})) == (2, 8, 1)

@@ -31,7 +31,7 @@ from rlwrappers.ladders import Arm
 from rlwrappers.logs import read_log
 from rlwrappers.studies.arms import replay, resolve_agent
 from rlwrappers.studies.design import BASELINE, Stack, episode_seed
-from rlwrappers.studies.recipe import EnvRecipe
+from rlwrappers.studies.recipe import EnvRecipe, input_frames, tiled
 from rlwrappers.studies.results import Evaluation
 from rlwrappers.wrappers.policy import noisy_parameters
 
@@ -72,13 +72,15 @@ def flip_rates(agent: Any, evaluation: Evaluation, arms: Sequence[Arm], stack: S
         state_arms = [arm for arm in arms if arm.family in _STATE_FAMILIES]
         if state_arms:
             actor = resolve_agent(agent, settings, env)
+            frames = input_frames(settings.agent_preprocessing.get(evaluation.agent_name, {}))
             changed: dict[str, list[NDArray[np.bool_]]] = {arm.name: [] for arm in state_arms}
             for seed in sorted(set(evaluation.index["seed"])):
                 states = np.stack(_clean_states(evaluation, env, int(seed)))
                 clean = actor.act(states, np.random.default_rng(0))
                 for arm in state_arms:
                     rng = np.random.default_rng([zlib.crc32(arm.name.encode()), int(seed)])
-                    changed[arm.name].append(flipped(clean, _shifted_actions(actor, arm, env, states, rng)))
+                    shifted = _shifted_actions(actor, arm, frames, env, states, rng)
+                    changed[arm.name].append(flipped(clean, shifted))
             out.update({name: float(np.concatenate(parts).mean()) for name, parts in changed.items()})
     finally:
         env.close()
@@ -126,13 +128,16 @@ def _clean_states(evaluation: Evaluation, env: gym.Env[Any, Any], seed: int) -> 
 
 
 def _shifted_actions(
-    actor: Any, arm: Arm, env: gym.Env[Any, Any], states: NDArray[Any], rng: np.random.Generator
+    actor: Any, arm: Arm, frames: int, env: gym.Env[Any, Any], states: NDArray[Any], rng: np.random.Generator
 ) -> NDArray[Any]:
-    """The agent's actions on ``states`` under the arm's shift: its observation changes, or noisy weights."""
+    """The agent's actions on ``states`` under the arm's shift: its observation changes, or noisy weights.
+
+    ``states`` are the agent's inputs, ``frames`` observations stacked: per-entry levels repeat over them.
+    """
     if arm.family == "param_noise":
         with noisy_parameters(actor, float(arm.entries[0]["std"]), rng):
             return np.asarray(actor.act(states, np.random.default_rng(0)))
-    perturbations = [Entry.parse(dict(entry)).perturbation for entry in arm.entries]
+    perturbations = [Entry.parse(entry).perturbation for entry in tiled(arm.entries, frames)]
     for perturbation in perturbations:
         perturbation.bind(env, env.observation_space, env.action_space)
         perturbation.start_episode()

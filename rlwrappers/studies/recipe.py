@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -50,7 +50,7 @@ from rlwrappers.studies.design import Settings, Stack, parse_agents
 from rlwrappers.wrappers.atari import LivesAsEpisodes, without_reloads
 from rlwrappers.wrappers.frames import StackFrames
 
-__all__ = ["LIVES", "EnvRecipe", "Wrapper", "trained_env", "trainings"]
+__all__ = ["LIVES", "EnvRecipe", "Wrapper", "env_side_frames", "input_frames", "tiled", "trained_env", "trainings"]
 
 #: A wrapper: a callable env -> env.
 Wrapper = Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]
@@ -120,14 +120,16 @@ class EnvRecipe:
         under = bool(layers["env_wrappers"])
         on_base = tuple(e for e, p in zip(entries, parsed, strict=True) if under and p.observes_state)
         rest = [(e, p) for e, p in zip(entries, parsed, strict=True) if not (under and p.observes_state)]
+        below = env_side_frames(trained)
+        above = below * max(1, layers["frame_stack"])
         return cls(
             env_id=settings.env_id,
             **layers,
             on_base=on_base,
             lives=("above" if stack.over else "below") if settings.lives_as_episodes else None,
-            shifts=tuple(e for e, p in rest if not p.needs_agent),
+            shifts=tiled([e for e, p in rest if not p.needs_agent], below),
             over=stack.over,
-            on_input=tuple(e for e, p in rest if p.needs_agent),
+            on_input=tiled([e for e, p in rest if p.needs_agent], above),
         )
 
     @classmethod
@@ -161,6 +163,46 @@ class EnvRecipe:
         if self.on_input:
             env = wrap(env, *self.on_input)
         return env, lives
+
+
+def env_side_frames(trained: Mapping[str, Any]) -> int:
+    """How many observations the env-side wrappers of a training record stack (RL Zoo's ``VecFrameStack``)."""
+    frames = 1
+    for record in (
+        *trained.get("env_wrappers", ()),
+        *trained.get("vec_env_wrappers", ()),
+    ):
+        if record["wrapper"] == f"{StackFrames.__module__}.{StackFrames.__name__}":
+            frames *= int(record["kwargs"]["frames"])
+    return frames
+
+
+def input_frames(trained: Mapping[str, Any]) -> int:
+    """How many observations an agent's input stacks: env-side (``VecFrameStack`` entries), then its frame stack."""
+    return env_side_frames(trained) * max(1, int(trained.get("frame_stack", 0)))
+
+
+def tiled(entries: Sequence[Mapping[str, Any]], frames: int) -> tuple[dict[str, Any], ...]:
+    """Observation perturbations with one number per observation entry, over ``frames`` stacked observations.
+
+    A ladder sets such levels per entry of one observation (``obs_noise(std=[...])``, ``fgsm(eps=[...])``); above
+    a stack of vector observations, concatenated along their one axis as SB3's ``VecFrameStack`` does, each
+    list repeats once per stacked observation, so every frame gets its own entry's number. Other entries, and
+    every entry when ``frames`` is 1, are kept as they are.
+
+    Example:
+        >>> tiled([{"name": "fgsm", "eps": [0.1, 0.2], "when": "always"}], 2)[0]["eps"]
+        [0.1, 0.2, 0.1, 0.2]
+    """
+    out = []
+    for entry in entries:
+        copy = dict(entry)
+        if frames > 1 and Entry.parse(copy).perturbation.channel == "observation":
+            for key, value in entry.items():
+                if isinstance(value, (list, tuple)) and value and all(isinstance(v, (int, float)) for v in value):
+                    copy[key] = list(value) * frames
+        out.append(copy)
+    return tuple(out)
 
 
 def trainings(agent: Any) -> dict[str, Training]:

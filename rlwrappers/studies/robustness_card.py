@@ -124,7 +124,7 @@ def robustness_card(
     root = Path(out)
     runs = training_runs(agent)
     for run in runs:
-        _check_preprocessing(run, ladder, arms)
+        _check_preprocessing(run, ladder)
     setup = EnvSetup(kwargs=ladder.env_kwargs, wrappers=ladders_module.preprocessing_wrappers(ladder.preprocessing))
     execution = Execution(
         backend=backend, workers=workers, start_method=start_method, progress=progress, batch=batch, exact=exact
@@ -468,12 +468,12 @@ _SOURCES: Final = {
 }
 
 
-def _check_preprocessing(agent: Any, ladder: ladders_module.Ladder, arms: Sequence[ladders_module.Arm]) -> None:
-    """Refuses an agent whose training pipeline the ladder's levels or preprocessing cannot be played behind.
+def _check_preprocessing(agent: Any, ladder: ladders_module.Ladder) -> None:
+    """Refuses an agent whose training pipeline the ladder's preprocessing cannot be played behind.
 
-    A ladder with its own preprocessing (Breakout's) cannot also play the agent's env wrappers and frame stack;
-    a ladder's per-dimension levels (one number per observation entry) do not fit an agent that sees stacked
-    frames.
+    A ladder with its own preprocessing (Breakout's) cannot also play the agent's env wrappers and frame stack.
+    (A ladder's per-entry levels fit an agent that sees stacked frames: they repeat over the frames,
+    :func:`rlwrappers.studies.recipe.tiled`.)
     """
     trained = trainings({AGENT: agent}).get(AGENT)
     if trained is None:
@@ -485,22 +485,6 @@ def _check_preprocessing(agent: Any, ladder: ladders_module.Ladder, arms: Sequen
             f" agent {str(agent)!r} was trained behind its own wrappers and frame stack: one card cannot play both;"
             " grade it with `rlwrappers evaluate` under the ladder's shifts instead"
         )
-
-    def per_entry(entry: Mapping[str, Any]) -> bool:  # a number per entry of one observation
-        return Entry.parse(entry).perturbation.channel == "observation" and _has_list(entry)
-
-    misfits = sorted({arm.family for arm in arms if any(per_entry(e) for e in arm.entries)})
-    if stacked and misfits:  # the flip rates apply them to the agent's stacked input, the attack acts on it
-        raise InvalidArgument(
-            f"the {ladder.env_id} ladder sets its {misfits} levels per entry of one observation, and the agent"
-            f" {str(agent)!r} sees stacked frames: the card cannot grade it there yet; pass `families` without"
-            " them, or evaluate it with `rlwrappers evaluate` under shifts sized to its input"
-        )
-
-
-def _has_list(entry: Mapping[str, Any]) -> bool:
-    """Whether a stored perturbation's parameters hold a list (per-dimension values), at any depth."""
-    return any(isinstance(v, list) or (isinstance(v, Mapping) and _has_list(v)) for v in entry.values())
 
 
 def _agent_identity(agent: Any, trained: Mapping[str, Any] | None) -> dict[str, Any]:
