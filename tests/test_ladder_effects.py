@@ -130,3 +130,20 @@ def test_the_coverage_script_counts_the_groups_intervals_against_the_pools_truth
     printed = capsys.readouterr().out
     assert "truth from 10 seeds x 2 episodes, 2 groups of 5 seeds" in printed
     assert "| level skill | 20 |" in printed and "| score | 2 |" in printed
+
+
+@pytest.mark.slow
+def test_measuring_a_grid_again_gives_the_shipped_drops(tmp_path: Path) -> None:
+    from rlwrappers.studies.ladder_effects import measure_effects
+
+    again = measure_effects("CartPole-v1", out=tmp_path / "CartPole-v1", keys=["obs_noise@vector"], progress=False)
+    shipped = calibration.read_effects("CartPole-v1")["obs_noise@vector"]
+    measured = again["obs_noise@vector"]
+    assert (measured.grid, measured.drop, measured.low, measured.high) == (
+        shipped.grid,
+        shipped.drop,
+        shipped.low,
+        shipped.high,
+    )
+    assert measured.extra["values"] == shipped.extra["values"]  # the levels between grid points
+    assert measured.extra["drop"] == shipped.extra["drop"]
