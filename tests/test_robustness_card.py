@@ -128,6 +128,8 @@ def test_bad_requests_are_refused_before_any_run(tmp_path: Path) -> None:
         robustness_card("ppo-CartPole-v1", "CartPole-v1", out=tmp_path / "e", seeds=0)
     with pytest.raises(UnknownName, match="Did you mean `obs_noise`"):
         robustness_card("ppo-CartPole-v1", "CartPole-v1", out=tmp_path / "c", families=["obs_nois"])
+    with pytest.raises(InvalidArgument, match="`agent` must name at least one trained agent, received an empty list"):
+        robustness_card([], "CartPole-v1", out=tmp_path / "f", **SMALL)
     with pytest.raises(IncompatibleSpace, match="action_space"):
         robustness_card("td3-Pendulum-v1", "CartPole-v1", out=tmp_path / "d", **SMALL)
     assert not (tmp_path / "d" / "runs" / "logs").exists()

@@ -199,7 +199,7 @@ class CardGrade:
     relative_mean_ausc: Estimate
 
 
-#: A family's levels: a list of ``(seeds, episodes)`` arrays, one per level, or sub-families, by name, of such lists.
+#: A family's levels: a list of arrays of ``clean``'s shape, one per level, or sub-families, by name, of such lists.
 FamilyArms = Sequence[ArrayLike] | Mapping[str, Sequence[ArrayLike]]
 
 

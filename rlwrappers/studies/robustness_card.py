@@ -3,12 +3,15 @@
 :func:`robustness_card` reads the env's ladder (:mod:`rlwrappers.ladders`), runs every arm (each family and
 sub-family at levels 1 to 5, the recovery test, the interventions shown unrated, and the clean arm they are all
 paired with) as one evaluation (:func:`~rlwrappers.studies.run.evaluate`) with batched runs
-(:mod:`rlwrappers.studies.batched`), scores the episode table with :mod:`rlwrappers.metrics.card`, measures
-flip rates (:mod:`rlwrappers.studies.flips`), and writes the card with :mod:`rlwrappers.report.card`::
+(:mod:`rlwrappers.studies.batched`), grades the episode table with :mod:`rlwrappers.metrics.grade` (skill,
+scores, stars and their probability; card-v1's relative numbers beside), measures flip rates
+(:mod:`rlwrappers.studies.flips`), and writes the card with :mod:`rlwrappers.report.card`. A training method's
+several trained agents (``NAME@0,1,2``, or a list) each play every arm, and are graded together::
 
     out/
       card.json, card.html, badge.svg   the card (see rlwrappers.report.card)
       runs/                             the evaluation: evaluation.json, index.json, one log per run
+                                        (a training method's: runs/run0, runs/run1, ..., one per trained agent)
 
 Every arm plays the same seeds and episodes as the clean arm, so each shifted episode has a clean twin. An
 interrupted card resumes from ``runs/``: finished runs are not played again. Same seeds and settings give the
@@ -84,8 +87,9 @@ def robustness_card(
     """Grades ``agent`` on ``env_id`` under the families of shift of its ladder, writes the card, returns its record.
 
     Args:
-        agent: a zoo name (``NAME`` or ``NAME@SEED``), an SB3 zip path (trusted files only), or an
-            :class:`~rlwrappers.agents.Agent`.
+        agent: a zoo name (``NAME`` or ``NAME@SEED``), an SB3 zip path (trusted files only), an RL Zoo folder,
+            ``FILE.py:FUNCTION``, or an :class:`~rlwrappers.agents.Agent`; or a training method's trained agents,
+            ``NAME@0,1,2`` or a list of any of these (:func:`training_runs`).
         env_id: an env with a ladder (:func:`rlwrappers.ladders.ladders` lists them).
         out: the card's folder; an interrupted card there resumes.
         families: run only these families (the card then has no overall rating); default: all of the ladder's.
