@@ -125,7 +125,8 @@ def _list_ladders() -> None:
     for env_id in ladders.ladders():
         ladder = ladders.ladder(env_id)
         families = ", ".join(ladder.families)
-        print(f"  {env_id:<{width}}  {families}; random policy's return {ladder.random_return:g}")
+        returns = f"skill from the random return {ladder.random_return:g} to the reference {ladder.reference_return:g}"
+        print(f"  {env_id:<{width}}  {families}; {returns}")
 
 
 def _list_sets() -> None:
