@@ -53,23 +53,26 @@ def _yes(value: bool) -> str:
 def table() -> str:
     """The Markdown table of every shipped ladder's families: levels, their measured drops, the criteria."""
     lines = [
-        "| env | family | levels 1 .. 5 | skill drop at levels 1 .. 5 | level 1 barely noticeable | level 5 severe |"
-        " rising |",
-        "|---|---|---|---|---|---|---|",
+        "| env | family | levels 1 .. 5 | skill drop at levels 1 .. 5 | impact at levels 1 .. 5 |"
+        " level 1 barely noticeable | level 5 severe | rising |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for env_id in ENVS:
         data = ladder(env_id).families
         for name, family in _families({"families": data}):
             calibration = family.get("calibration") or data[name.partition(".")[0]].get("calibration", {})
             if calibration.get("by") != "effect":
-                lines.append(f"| `{env_id}` | {name} | card-v1's | not measured | - | - | - |")
+                lines.append(f"| `{env_id}` | {name} | card-v1's | not measured | - | - | - | - |")
                 continue
             values = ", ".join(f"{v:g}" for v in calibration["values"])
             drops = ", ".join(f"{d:.2f}" for d in calibration["drops"])
+            clean = calibration.get("clean_skill")
+            impacts = ", ".join(f"{d / clean:.2f}" for d in calibration["drops"]) if clean else "-"
             criteria = calibration["criteria"]
             lines.append(
-                f"| `{env_id}` | {name} | {values} | {drops} | {_yes(criteria['level_1_barely_noticeable'])} |"
-                f" {_yes(criteria['level_5_severe'])} | {_yes(calibration['rising'])} |"
+                f"| `{env_id}` | {name} | {values} | {drops} | {impacts} |"
+                f" {_yes(criteria['level_1_barely_noticeable'])} | {_yes(criteria['level_5_severe'])} |"
+                f" {_yes(calibration['rising'])} |"
             )
     return "\n".join(lines)
 

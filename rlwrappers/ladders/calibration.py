@@ -311,6 +311,8 @@ def _levels(scales: Scales, key: str, effects: Mapping[str, Effect]) -> dict[str
         return {"levels": [scales.entries(key, v) for v in values], "calibration": {"by": "constants"}}
     chosen = choose(effect, top=top_of(key, effect), continuous=key not in card.DISCRETE_GRIDS)
     record = {"by": "effect", "grid": key, **chosen.to_dict()}
+    if effect.clean is not None:  # the drops' impact relative to the reference agents' clean skill
+        record["clean_skill"] = effect.clean
     return {"levels": [scales.entries(key, v) for v in chosen.values], "calibration": record}
 
 

@@ -48,7 +48,8 @@ class Effect:
     """The measured skill drop of the reference agents at each grid point: mean and 95% interval.
 
     ``extra`` holds the same (``values``, ``drop``, ``low``, ``high``) at levels measured beyond the grid: the
-    geometric levels between two grid points.
+    geometric levels between two grid points. ``clean`` is the reference agents' clean skill the drops fall
+    from (None where not kept), so that a drop's impact relative to it is ``drop / clean``.
     """
 
     grid: list[float]
@@ -56,6 +57,7 @@ class Effect:
     low: list[float]
     high: list[float]
     extra: dict[str, list[float]] = field(default_factory=dict)
+    clean: float | None = None
 
     def __post_init__(self) -> None:
         n = len(self.grid)
@@ -89,13 +91,16 @@ class Effect:
         """An effect from the JSON form :meth:`to_dict` writes."""
         extra = {key: list(map(float, values)) for key, values in data.get("extra", {}).items()}
         grid, drop, low, high = (list(map(float, data[key])) for key in ("grid", "drop", "low", "high"))
-        return cls(grid, drop, low, high, extra)
+        clean = data.get("clean")
+        return cls(grid, drop, low, high, extra, None if clean is None else float(clean))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: the four lists, by name, and the extra levels where there are some."""
         out: dict[str, Any] = {"grid": self.grid, "drop": self.drop, "low": self.low, "high": self.high}
         if self.extra:
             out["extra"] = self.extra
+        if self.clean is not None:
+            out["clean"] = self.clean
         return out
 
 

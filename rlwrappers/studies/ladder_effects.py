@@ -98,6 +98,7 @@ def measure_effects(
     play = _Play(
         env_id,
         {f"reference{i}": _agent_source(name, folder) for i, name in enumerate(names)},
+        random,
         card.REFERENCES[env_id].value - random,
         seeds,
         episodes,
@@ -107,7 +108,7 @@ def measure_effects(
     effects = {}
     for key in chosen:
         drop, low, high = _columns([grid[f"{key}#{i}"] for i in range(len(card.GRIDS[key]))])
-        effects[key] = Effect(list(card.GRIDS[key]), drop, low, high)
+        effects[key] = Effect(list(card.GRIDS[key]), drop, low, high, clean=grid[BASELINE][0])
     # Levels 2 to 4 of the continuous grids lie between grid points: a second pass measures them.
     between: dict[str, list[float]] = {}
     for key, effect in effects.items():
@@ -129,6 +130,7 @@ class _Play:
 
     env_id: str
     agents: dict[str, str]
+    random: float
     span: float
     seeds: int
     episodes: int
@@ -170,7 +172,10 @@ class _Play:
         point = table.mean(axis=(1, 2))
         drops = (point[0] - point[1:]) / self.span
         low, high = np.percentile((means[:, :1] - means[:, 1:]) / self.span, [2.5, 97.5], axis=0)
-        return {arm: (_rounded(drops[i]), _rounded(low[i]), _rounded(high[i])) for i, arm in enumerate(shifts)}
+        measured = {arm: (_rounded(drops[i]), _rounded(low[i]), _rounded(high[i])) for i, arm in enumerate(shifts)}
+        clean = _rounded((point[0] - self.random) / self.span)
+        measured[BASELINE] = (clean, clean, clean)  # the reference agents' clean skill
+        return measured
 
 
 def _columns(rows: list[tuple[float, float, float]]) -> tuple[list[float], list[float], list[float]]:
