@@ -38,6 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from rlwrappers import _check
 from rlwrappers.error import InvalidArgument, InvalidType
+from rlwrappers.metrics import card as relative
 
 __all__ = [
     "FAMILY_STARS",
@@ -375,9 +376,6 @@ def grade(
     )
 
 
-def _tolerated(normalized: Sequence[float], threshold: float = 0.9) -> int:
-    """The largest level with every normalized return up to it at least ``threshold``; 0 if none (or nan)."""
-    for level, n in enumerate(normalized):
-        if math.isnan(n) or n < threshold:
-            return level
-    return len(normalized)
+def _tolerated(normalized: Sequence[float]) -> int:
+    """card-v1's tolerated level (:func:`rlwrappers.metrics.card.tolerated_level`); 0 where there is no impact."""
+    return 0 if any(math.isnan(n) for n in normalized) else relative.tolerated_level(normalized)
