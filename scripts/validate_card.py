@@ -2,6 +2,7 @@
 
     python scripts/validate_card.py                          # CartPole-v1 and Pendulum-v1, 100 seeds each
     python scripts/validate_card.py --env CartPole-v1 --seeds 200
+    python scripts/validate_card.py --work coverage-work     # keeps the evaluations (resumable)
 
 For each env, the zoo's vanilla agent (training seed 0) plays the clean arm and two families' five levels
 (observation noise and sticky actions) on ``--seeds`` evaluation seeds of 10 episodes each, in fast mode, as a card
@@ -21,6 +22,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -70,7 +72,13 @@ def _quantities(g: grade.CardGrade) -> dict[str, list[grade.Estimate]]:
 
 
 def validate(
-    env_id: str, agent: str, seeds: int, workers: int | None, reps: int, episodes: int = EPISODES
+    env_id: str,
+    agent: str,
+    seeds: int,
+    workers: int | None,
+    reps: int,
+    episodes: int = EPISODES,
+    work: str | None = None,
 ) -> dict[str, Coverage]:
     """Plays the pool, grades every group, returns the coverage per kind of quantity."""
     ladder = ladders.ladder(env_id)
@@ -83,7 +91,7 @@ def validate(
         shifts,
         episodes=episodes,
         seeds=seeds,
-        out=tempfile.mkdtemp(prefix="validate-card-"),
+        out=Path(work) / env_id.replace("/", "-") if work else tempfile.mkdtemp(prefix="validate-card-"),
         env=setup,
         execution=Execution(workers=workers, progress=False, batch=16, exact=False),
     )
@@ -135,11 +143,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=2000, help="bootstrap replicates of each group's intervals")
     parser.add_argument("--episodes", type=int, default=EPISODES, help=f"episodes per seed (default {EPISODES})")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    parser.add_argument("--work", default=None, help="the evaluations' folder, one per env (resumable; default: temp)")
     args = parser.parse_args(argv)
     if args.seeds < 2 * GROUP:
         parser.error(f"--seeds must be at least {2 * GROUP}: the truth needs several groups")
     for env_id in args.env or list(CASES):
-        coverage = validate(env_id, CASES[env_id], args.seeds, args.workers, args.reps, args.episodes)
+        coverage = validate(env_id, CASES[env_id], args.seeds, args.workers, args.reps, args.episodes, args.work)
         print(table(env_id, CASES[env_id], args.seeds, args.episodes, coverage) + "\n")
     return 0
 

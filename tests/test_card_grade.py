@@ -131,6 +131,27 @@ def test_intervals_hold_the_estimate_and_vanish_where_the_margin_is_too_thin() -
     assert noise.tolerated == 0 and not math.isnan(noise.score.value)
 
 
+def test_an_arm_that_returned_the_same_in_every_episode_takes_the_bounds_its_data_allow() -> None:
+    clean = np.full((5, 10), 500.0)
+    falls = np.where(np.arange(10) < 5, RANDOM, 500.0) * np.ones((5, 1))  # half the episodes at the random return
+    g = grade.grade(clean, {"noise": [clean, falls]}, RANDOM, REFERENCE, np.random.default_rng(0), reps=300)
+    share = 1.0 - 0.025 ** (1 / 50)  # the exact 97.5% bound on exceptions when none of 50 episodes is one
+    at_cap, varied = g.families["noise"].skill
+    assert (at_cap.value, at_cap.high) == (1.0, 1.0)
+    assert at_cap.low == pytest.approx(1.0 - share)  # the lowest return on the card is the random one: skill 0
+    assert g.clean_return.low == pytest.approx(500.0 - share * (500.0 - RANDOM)) and g.clean_return.high == 500.0
+    means = grade.resampled_means(np.stack([clean, clean, falls]), np.random.default_rng(0), reps=300)[:, 2]
+    low, high = np.percentile(grade.skill(means, RANDOM, REFERENCE), [2.5, 97.5])
+    assert (varied.low, varied.high) == (low, high)  # an arm that varies keeps its bootstrap interval
+    subs = {"a": [clean, falls], "b": [clean - 240.0, falls]}
+    mixed = grade.grade(clean, {"noise": subs}, RANDOM, REFERENCE, np.random.default_rng(0), reps=300)
+    first = mixed.families["noise"]
+    lows = [sub.skill[0].low for sub in first.sub_families.values()]
+    assert first.skill[0].low == pytest.approx(np.mean(lows)) and lows[0] != lows[1]
+    with pytest.raises(InvalidArgument, match="`arms`"):
+        grade.unvaried_bounds([1.0, 2.0])
+
+
 def test_bad_inputs_raise_typed_errors_naming_the_argument() -> None:
     rng = np.random.default_rng(0)
     ok = {"noise": [[[1.0]]] * 5}

@@ -21,7 +21,8 @@ and skill rises with the return; the relative numbers do not have the property, 
 **Intervals** come from one paired bootstrap for the whole card (:func:`resampled_means`): each replicate draws,
 per seed, episode indices with replacement and applies them to every arm, so every number of a replicate, the
 stars too, is computed from one resampled card. Percentile intervals, and the stars' distribution over the
-replicates (``P(stars = k)``), follow.
+replicates (``P(stars = k)``), follow. An arm whose every episode returned the same gives the bootstrap nothing to
+resample; its own numbers (its mean return and skill) take the interval of :func:`unvaried_bounds` instead.
 
 Pure functions of arrays: every argument is checked and a bad one raises a typed error naming it.
 """
@@ -50,6 +51,7 @@ __all__ = [
     "resampled_means",
     "skill",
     "stars",
+    "unvaried_bounds",
 ]
 
 #: The card's score needed for 2, 3, 4 and 5 stars (below the first: 1 star).
@@ -139,9 +141,41 @@ def resampled_means(arms: ArrayLike, rng: np.random.Generator, reps: int) -> Arr
     return out
 
 
+def unvaried_bounds(arms: ArrayLike, confidence: float = 0.95) -> tuple[NDArray[np.bool_], Array, Array]:
+    """Which arms returned the same in every episode, and bounds of their mean return that the data allow.
+
+    An arm of ``n`` episodes that all returned ``v`` has a point bootstrap interval, ``[v, v]``, which a longer
+    run misses as soon as one episode in a hundred returns otherwise (CartPole's agent at the cap of 500). The
+    data bound how often that happens: by the exact (Clopper-Pearson) bound with no exception seen, at most
+    ``p = 1 - ((1 - confidence) / 2) ** (1 / n)`` of the episodes return otherwise. They bound how far, too: no
+    further than the lowest and the highest return of any arm of the card. So the mean return lies within
+    ``[v - p (v - lowest), v + p (highest - v)]``.
+
+    ``arms`` is ``(arms, ...)``, each arm's episodes in the remaining axes. Returns a mask of the unvaried arms
+    and, per arm, the two bounds (nan where the arm varies).
+
+    Example:
+        >>> still, low, high = unvaried_bounds([[500.0] * 50, [10.0] * 25 + [500.0] * 25])
+        >>> still.tolist(), round(float(low[0]), 1), float(high[0])
+        ([True, False], 465.2, 500.0)
+    """
+    a = _check.finite_array("arms", arms)
+    if a.ndim < 2 or a.size == 0:
+        raise InvalidArgument(f"`arms` must hold each arm's episodes, of shape (arms, ...), received {a.shape}")
+    if not 0.0 < _check.number("confidence", confidence) < 1.0:
+        raise InvalidArgument(f"`confidence` must be in (0, 1), received {confidence!r}")
+    flat = a.reshape(len(a), -1)
+    still = flat.min(axis=1) == flat.max(axis=1)
+    share = 1.0 - (0.5 * (1.0 - confidence)) ** (1.0 / flat.shape[1])
+    value = flat[:, 0]
+    low = np.where(still, value - share * (value - flat.min()), np.nan)
+    high = np.where(still, value + share * (flat.max() - value), np.nan)
+    return still, low, high
+
+
 @dataclass(frozen=True)
 class Estimate:
-    """A number and its percentile interval; ``low`` and ``high`` are nan where there is no interval."""
+    """A number and its interval (bootstrap percentiles, or :func:`unvaried_bounds`); nan ends: no interval."""
 
     value: float
     low: float
@@ -331,6 +365,8 @@ def grade(
     scores = _Scores(layout, r_random, r_ref)
     point = scores(table.reshape(len(table), -1).mean(axis=1))
     replicates = scores(resampled_means(table, rng, reps))
+    still, still_low, still_high = unvaried_bounds(table, confidence)
+    still_skill = (skill(still_low, r_random, r_ref), skill(still_high, r_random, r_ref))
 
     def bounds(path: Sequence[str | None]) -> tuple[Any, Array, Array]:
         p: Any = point
@@ -348,25 +384,42 @@ def grade(
         values, low, high = bounds(path)
         return [Estimate(float(v), float(lo), float(hi)) for v, lo, hi in zip(values, low, high, strict=True)]
 
-    def family(path: tuple[str | None, ...], node: Mapping[str, Any]) -> FamilyGrade:
+    def arm_skill(estimate: Estimate, columns: Sequence[int]) -> Estimate:
+        """``estimate``, or the bounds of :func:`unvaried_bounds` where every arm it averages is unvaried."""
+        if not still[list(columns)].all():
+            return estimate
+        low, high = (float(bound[list(columns)].mean()) for bound in still_skill)
+        return Estimate(estimate.value, low, high)
+
+    def family(path: tuple[str | None, ...], node: Mapping[str, Any], levels: Sequence[Sequence[int]]) -> FamilyGrade:
         impact, score = per_level(*path, "impact"), one(*path, "score")
+        skills = [arm_skill(e, columns) for e, columns in zip(per_level(*path, "skill"), levels, strict=True)]
         return FamilyGrade(
             mean_return=[float(v) for v in node["mean_return"]],
-            skill=per_level(*path, "skill"),
+            skill=skills,
             impact=impact,
             score=score,
             stars=int(stars(score.value, FAMILY_STARS)),
             relative_ausc=one(*path, "relative_ausc"),
             tolerated=_tolerated([1.0 - e.value for e in impact]),
-            sub_families={str(sub): family((*path, "subs", sub), child) for sub, child in node["subs"].items()},
+            sub_families={
+                str(sub): family((*path, "subs", sub), child, [[c] for c in layout[str(path[1])][sub]])
+                for sub, child in node["subs"].items()
+            },
         )
 
-    grades = {name: family(("families", name), node) for name, node in point["families"].items()}
+    grades = {
+        name: family(("families", name), node, list(zip(*layout[name].values(), strict=True)))
+        for name, node in point["families"].items()
+    }
     worst = min(grades, key=lambda name: grades[name].score.value)
     counts = np.bincount(np.asarray(replicates["stars"], dtype=np.int64), minlength=6)[1:6]
+    clean_return = one("clean_return")
+    if still[0]:
+        clean_return = Estimate(clean_return.value, float(still_low[0]), float(still_high[0]))
     return CardGrade(
-        clean_return=one("clean_return"),
-        clean_skill=one("clean_skill"),
+        clean_return=clean_return,
+        clean_skill=arm_skill(one("clean_skill"), [0]),
         families=grades,
         score=one("score"),
         stars=int(point["stars"]),
