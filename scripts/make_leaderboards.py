@@ -147,8 +147,8 @@ def matrix(boards: Path = BOARDS) -> str:
             continue
         vanilla = {f["name"]: f for f in cards[vanilla_name]["families"]}
         for name, record in cards.items():
-            if name == vanilla_name:
-                continue
+            if not name.startswith(vanilla_name + "-"):
+                continue  # the vanilla agent itself, or another algorithm's (Breakout's DQN): trained under nothing
             shift = name.removeprefix(vanilla_name + "-")
             target = TRAINED_FAMILY.get(shift)
             for family in record["families"]:

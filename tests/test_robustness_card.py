@@ -252,6 +252,9 @@ def test_the_validity_matrix_compares_each_trained_agent_with_the_vanilla_one_pe
     for name, record in (("ppo-CartPole-v1", vanilla), ("ppo-CartPole-v1-obs_noise", trained)):
         (tmp_path / "CartPole-v1" / name).mkdir(parents=True)
         (tmp_path / "CartPole-v1" / name / "card.json").write_text(json.dumps(record))
+    for name in ("ppo-BreakoutNoFrameskip-v4", "dqn-BreakoutNoFrameskip-v4"):  # two algorithms, neither trained
+        (tmp_path / "BreakoutNoFrameskip-v4" / name).mkdir(parents=True)  # under a shift: no row
+        (tmp_path / "BreakoutNoFrameskip-v4" / name / "card.json").write_text(json.dumps(vanilla))
     rows = make_leaderboards.matrix(tmp_path).splitlines()[2:]
     assert len(rows) == len(vanilla["families"])  # one trained agent, every family
     obs = next(row for row in rows if "| obs_noise |" in row)
