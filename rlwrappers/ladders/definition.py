@@ -352,7 +352,7 @@ DISCRETE_GRIDS: Final = frozenset(
 EFFECT_SEEDS: Final = 3
 EFFECT_EPISODES: Final = 10
 #: Where whole games make that too long: (seeds, episodes) of each reference agent at each grid point.
-EFFECT_SIZES: Final[Mapping[str, tuple[int, int]]] = {"BreakoutNoFrameskip-v4": (2, 2)}
+EFFECT_SIZES: Final[Mapping[str, tuple[int, int]]] = {"BreakoutNoFrameskip-v4": (3, 4)}
 #: Envs whose levels come from another env's measured effects: Toybox's Breakout takes ALE Breakout's, measured
 #: on the agents trained there (they barely play Toybox's, so its own drops would say nothing).
 EFFECTS_FROM: Final[Mapping[str, str]] = {"rlwrappers/ToyboxBreakout-v0": "BreakoutNoFrameskip-v4"}
