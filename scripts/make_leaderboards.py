@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from collections.abc import Mapping
@@ -175,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.matrix:
         print(matrix())
         return 0
+    os.environ.setdefault("MUJOCO_GL", "egl")  # MuJoCo's episodes render for the cards without a display
     import rlwrappers.envs  # noqa: F401  (registers rlwrappers/Catch-v0)
 
     for env_id in args.env or list(METHODS):
