@@ -173,7 +173,9 @@ def test_random_interrupts_then_resume_give_the_uninterrupted_table(tmp_path: Pa
 def test_the_command_line_stops_on_a_signal_and_says_how_to_resume(tmp_path: Path, signum: int) -> None:
     out = tmp_path / "run"
     command = [sys.executable, "-m", "rlwrappers.cli", "evaluate", "--env", "CartPole-v1"]
-    command += ["--agent", "ppo-CartPole-v1", "--episodes", "30", "--seeds", "2", "--workers", "2"]
+    # 24 runs: after the first finishes, seconds of play are left for the signal to land in (6 runs all ended
+    # within a second of each other, and on a loaded machine before the signal came)
+    command += ["--agent", "ppo-CartPole-v1", "--episodes", "30", "--seeds", "8", "--workers", "2"]
     command += ["--quiet", "--no-report", "--out", str(out)] + [a for s in SHIFTS for a in ("--shift", s)]
     cli = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
     for _ in range(1200):  # until the first run finished
