@@ -365,8 +365,8 @@ def grade(
     scores = _Scores(layout, r_random, r_ref)
     point = scores(table.reshape(len(table), -1).mean(axis=1))
     replicates = scores(resampled_means(table, rng, reps))
-    still, still_low, still_high = unvaried_bounds(table, confidence)
-    still_skill = (skill(still_low, r_random, r_ref), skill(still_high, r_random, r_ref))
+    still, *still_return = unvaried_bounds(table, confidence)
+    still_skill = [skill(bound, r_random, r_ref) for bound in still_return]
 
     def bounds(path: Sequence[str | None]) -> tuple[Any, Array, Array]:
         p: Any = point
@@ -384,16 +384,17 @@ def grade(
         values, low, high = bounds(path)
         return [Estimate(float(v), float(lo), float(hi)) for v, lo, hi in zip(values, low, high, strict=True)]
 
-    def arm_skill(estimate: Estimate, columns: Sequence[int]) -> Estimate:
-        """``estimate``, or the bounds of :func:`unvaried_bounds` where every arm it averages is unvaried."""
-        if not still[list(columns)].all():
+    def unvaried(estimate: Estimate, columns: Sequence[int], bounds: Sequence[Array]) -> Estimate:
+        """``estimate``, or ``bounds`` (their mean over ``columns``) where every arm it averages is unvaried."""
+        picked = list(columns)
+        if not still[picked].all():
             return estimate
-        low, high = (float(bound[list(columns)].mean()) for bound in still_skill)
+        low, high = (float(bound[picked].mean()) for bound in bounds)
         return Estimate(estimate.value, low, high)
 
     def family(path: tuple[str | None, ...], node: Mapping[str, Any], levels: Sequence[Sequence[int]]) -> FamilyGrade:
         impact, score = per_level(*path, "impact"), one(*path, "score")
-        skills = [arm_skill(e, columns) for e, columns in zip(per_level(*path, "skill"), levels, strict=True)]
+        skills = [unvaried(e, c, still_skill) for e, c in zip(per_level(*path, "skill"), levels, strict=True)]
         return FamilyGrade(
             mean_return=[float(v) for v in node["mean_return"]],
             skill=skills,
@@ -414,12 +415,9 @@ def grade(
     }
     worst = min(grades, key=lambda name: grades[name].score.value)
     counts = np.bincount(np.asarray(replicates["stars"], dtype=np.int64), minlength=6)[1:6]
-    clean_return = one("clean_return")
-    if still[0]:
-        clean_return = Estimate(clean_return.value, float(still_low[0]), float(still_high[0]))
     return CardGrade(
-        clean_return=clean_return,
-        clean_skill=arm_skill(one("clean_skill"), [0]),
+        clean_return=unvaried(one("clean_return"), [0], still_return),
+        clean_skill=unvaried(one("clean_skill"), [0], still_skill),
         families=grades,
         score=one("score"),
         stars=int(point["stars"]),
