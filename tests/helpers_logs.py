@@ -43,3 +43,14 @@ def assert_same_logs(new: Path, old: Path) -> None:
         pd.testing.assert_frame_equal(steps, old_steps, check_exact=True, obj=f"{log} steps")
         pd.testing.assert_frame_equal(episodes, old_episodes, check_exact=True, obj=f"{log} episodes")
         assert meta == old_meta, log
+
+
+def assert_same_run_logs(a: Any, b: Any) -> None:
+    """Two evaluations wrote the same runs, with the same logs: every value, but the wall-clock times."""
+    assert list(a.index["path"]) == list(b.index["path"])
+    for path in a.index["path"]:
+        left, right = read_log(a.path / path), read_log(b.path / path)
+        pd.testing.assert_frame_equal(
+            left.episodes.drop(columns=TIME_COLUMNS), right.episodes.drop(columns=TIME_COLUMNS), obj=path
+        )
+        pd.testing.assert_frame_equal(left.steps, right.steps, obj=path)

@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
+from helpers_logs import assert_same_run_logs
 from numpy.typing import NDArray
 
 import rlwrappers as rw
@@ -44,26 +45,18 @@ def evaluate(env_id: str, out: Path, execution: Execution, **kwargs: Any) -> Eva
     )
 
 
-def assert_same_logs(a: Evaluation, b: Evaluation) -> None:
-    assert list(a.index["path"]) == list(b.index["path"])
-    for path in a.index["path"]:
-        left, right = rw.read_log(a.path / path), rw.read_log(b.path / path)
-        pd.testing.assert_frame_equal(left.episodes.drop(columns=TIMES), right.episodes.drop(columns=TIMES), obj=path)
-        pd.testing.assert_frame_equal(left.steps, right.steps, obj=path)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 def test_exact_batches_give_the_per_run_logs_bit_for_bit(env_id: str, tmp_path: Path) -> None:
     one_by_one = evaluate(env_id, tmp_path / "runs", Execution(workers=1, progress=False))
     together = evaluate(env_id, tmp_path / "batched", Execution(workers=1, progress=False, batch=8))
-    assert_same_logs(one_by_one, together)
+    assert_same_run_logs(one_by_one, together)
     split = evaluate(env_id, tmp_path / "workers", Execution(workers=2, progress=False, batch=3))
-    assert_same_logs(one_by_one, split)
+    assert_same_run_logs(one_by_one, split)
     if env_id == "CartPole-v1":
         pytest.importorskip("ray")
         on_ray = evaluate(env_id, tmp_path / "ray", Execution(backend="ray", workers=2, progress=False, batch=4))
-        assert_same_logs(one_by_one, on_ray)
+        assert_same_run_logs(one_by_one, on_ray)
 
 
 @pytest.mark.slow
@@ -86,7 +79,7 @@ def test_exact_batches_give_the_per_run_logs_on_breakout(tmp_path: Path) -> None
     together = evaluate(
         "BreakoutNoFrameskip-v4", tmp_path / "batched", Execution(workers=1, progress=False, batch=6), **kwargs
     )
-    assert_same_logs(one_by_one, together)
+    assert_same_run_logs(one_by_one, together)
 
 
 class Replay(Agent):

@@ -7,6 +7,7 @@ the protocol of :class:`rlwrappers.agents.protocol.Agent`; :func:`adapt` picks o
 
 from __future__ import annotations
 
+import copy
 import inspect
 import sys
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from rlwrappers._optional import require
 from rlwrappers.agents.protocol import Agent, Outputs
 from rlwrappers.agents.training import Normalization, Training
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType
+from rlwrappers.structure import batch_size, take
 
 if TYPE_CHECKING:
     import torch
@@ -167,6 +169,22 @@ class SB3Agent(Agent):
         mode = "deterministic" if self.deterministic else "stochastic"
         return f"SB3Agent({type(self.policy).__name__}, {mode})"
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> SB3Agent:
+        """A copy with its own policy, less the distribution SB3 keeps from the policy's last call.
+
+        After ``learn`` that distribution holds tensors of the training graph, which torch cannot deep-copy (a run
+        under parameter noise acts with its own copy); SB3 makes a new one at each call, and this class never
+        reads it.
+        """
+        cached = getattr(getattr(self.policy, "action_dist", None), "distribution", None)
+        if cached is not None:
+            memo[id(cached)] = None
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for name, value in self.__dict__.items():
+            setattr(new, name, copy.deepcopy(value, memo))
+        return new
+
     def policy_input(self, x: Any) -> Any:
         """A batch in the env's units and layout as the policy reads it: normalized, then channel-first."""
         if self.normalization is not None:
@@ -269,8 +287,12 @@ def _softmax(scores: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
 
 
 def _to(x: Any, device: Any) -> Any:
-    """A tensor, or a dict of them, on ``device``."""
-    return {key: value.to(device) for key, value in x.items()} if isinstance(x, dict) else x.to(device)
+    """A tensor, or a dict or tuple of them (nested), on ``device``."""
+    if isinstance(x, dict):
+        return {key: _to(value, device) for key, value in x.items()}
+    if isinstance(x, tuple):
+        return tuple(_to(value, device) for value in x)
+    return x.to(device)
 
 
 def _channel_last_keys(space: gym.Space[Any], policy_space: gym.spaces.Dict) -> tuple[str, ...]:
@@ -302,6 +324,10 @@ def _is_channel_last_of(space: gym.Space[Any], channel_first: gym.Space[Any]) ->
 class TorchAgent(Agent):
     """A ``torch.nn.Module`` as an :class:`Agent` (CleanRL-style agents).
 
+    For a Dict or Tuple observation space the module takes a dict or tuple of float32 tensors, one batch per
+    entry (nested as the space nests), as :meth:`~rlwrappers.agents.protocol.Agent.tensor` makes them (saliency
+    maps, which perturb one image or vector, refuse such an agent).
+
     Args:
         module: the network.
         observation_space: the space of one observation it accepts.
@@ -310,7 +336,8 @@ class TorchAgent(Agent):
             "q_values" (argmax, epsilon-greedy when stochastic) or "action" (a deterministic continuous
             action, clipped to the bounds).
         forward: ``forward(module, x) -> tensor`` giving the head from a float batch ``x`` (default:
-            ``module(x)``), e.g. ``lambda m, x: m.actor(x)`` for CleanRL's PPO agent.
+            ``module(x)``), e.g. ``lambda m, x: m.actor(x)`` for CleanRL's PPO agent; ``x`` is a dict or tuple
+            of tensors for a Dict or Tuple observation space.
         value: optional ``value(module, x) -> tensor`` giving state values, e.g. ``lambda m, x: m.get_value(x)``.
         deterministic: act greedily.
         epsilon: exploration rate of a stochastic "q_values" agent.
@@ -394,7 +421,9 @@ class CallableAgent(Agent):
     """A plain function as an :class:`Agent`; it can act but has no differentiable outputs.
 
     ``fn(obs)`` maps one observation to one action; a function with an ``rng`` parameter, ``fn(obs, rng)``,
-    is stochastic and draws from the generator the runner gives it. With ``batched=True`` it maps a batch.
+    is stochastic and draws from the generator the runner gives it. With ``batched=True`` it maps a batch. For
+    a Dict or Tuple observation space one observation is a dict or tuple of entries, and a batch a dict or tuple
+    of batches (:func:`~rlwrappers.agents.protocol.stack_observations`).
 
     Example:
         >>> import gymnasium as gym
@@ -427,11 +456,14 @@ class CallableAgent(Agent):
         except (TypeError, ValueError):  # builtins without a signature
             self.deterministic = True
 
-    def _act(self, obs: NDArray[Any], rng: np.random.Generator | None) -> NDArray[Any]:
+    def _act(self, obs: Any, rng: np.random.Generator | None) -> NDArray[Any]:
         kwargs = {} if self.deterministic else {"rng": rng}
         if self.batched:
             return np.asarray(self.fn(obs, **kwargs))
-        return np.asarray([self.fn(o, **kwargs) for o in obs])
+        if type(obs) is np.ndarray:
+            return np.asarray([self.fn(o, **kwargs) for o in obs])
+        # a Dict or Tuple batch: each observation is taken out entry by entry
+        return np.asarray([self.fn(take(obs, i), **kwargs) for i in range(batch_size(obs))])
 
 
 # -- choosing an adapter --------------------------------------------------------------------------------

@@ -1,7 +1,10 @@
 """Explaining an agent's decisions: perturbation-based saliency maps and the checks of seed 003.
 
 - :mod:`~rlwrappers.explain.maps`: occlusion, noise sensitivity, RISE, LIME and SARFA, for any agent with
-  discrete actions (:func:`~rlwrappers.explain.maps.saliency_map` calls one by name).
+  discrete actions whose observations are an image or a vector (:func:`~rlwrappers.explain.maps.saliency_map`
+  calls one by name). A Dict or Tuple observation space is refused with
+  :class:`~rlwrappers.error.IncompatibleSpace` before any map is computed; LIME's image segmentations, the
+  incremental forward pass and the sanity check need an image (:data:`~rlwrappers.explain.maps.NEEDS_IMAGE`).
 - :mod:`~rlwrappers.explain.incremental`: incremental forward passes that score local perturbations of one
   observation by recomputing only what they change (occlusion's patches, black discs).
 - :mod:`~rlwrappers.explain.sanity`: cascading randomization of the agent's layers and the sanity check.

@@ -6,7 +6,9 @@
 :func:`rlwrappers.metrics.saliency.auc`. :func:`insertion` gives the paper's four variants for one state and
 :func:`insertion_table` for many. The network is an :class:`rlwrappers.agents.Agent` or a scoring callable
 ``score(batch) -> (N, A)`` (one row of action scores, q-values or logits, per observation of the batch).
-Every draw comes from a generator seeded by the call's ``seed``.
+Every draw comes from a generator seeded by the call's ``seed``. The metric uncovers the pixels of one image or
+the features of one vector: an Agent whose observation space is a Dict or Tuple space raises
+:class:`~rlwrappers.error.IncompatibleSpace` when it is given (:func:`rlwrappers.explain.maps.check_observations`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from rlwrappers import _check
 from rlwrappers._optional import require
 from rlwrappers.agents import Agent
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType
-from rlwrappers.explain.maps import action_scores
+from rlwrappers.explain.maps import action_scores, check_observations
 from rlwrappers.metrics.saliency import INSERTION_COLUMNS, auc, check_map
 
 if TYPE_CHECKING:
@@ -66,6 +68,7 @@ def scorer(agent: Agent) -> Callable[[NDArray[Any]], NDArray[np.float64]]:
     """
     if not isinstance(agent, Agent):
         raise InvalidType(f"`agent` must be an rlwrappers Agent, received {type(agent).__name__}")
+    check_observations(agent)
 
     def score(batch: NDArray[Any]) -> NDArray[np.float64]:
         return action_scores(agent, batch)

@@ -26,6 +26,15 @@ vector of features. An image's map has shape (H, W): a pixel's relevance is shar
 perturbs all stacked frames at once. A vector's map has shape (n,): each feature is a "pixel". Perturbed
 observations are float and are not rounded back to the observation's dtype.
 
+**Observation spaces.** Every map perturbs one array, so the agent's observation space must be a Box (or another
+space of arrays) of shape (n,), (H, W), (H, W, C) or (C, H, W): :func:`check_observations` says which, and raises
+:class:`~rlwrappers.error.IncompatibleSpace` for a Dict or Tuple space (or any other) before any map is computed.
+Occlusion, Noise Sensitivity, RISE, SARFA and LIME with ``segmentation="features"`` work on any such Box, image
+or vector. What needs an image (:data:`NEEDS_IMAGE`): LIME's image segmentations (``"quickshift"``, ``"slic"``,
+``"felzenszwalb"``: a vector raises :class:`~rlwrappers.error.IncompatibleSpace`), the incremental forward pass
+(``incremental=True``: a vector raises :class:`~rlwrappers.error.InvalidArgument`, the option cannot apply) and
+the sanity check (:func:`rlwrappers.explain.sanity.sanity_check`, whose similarities compare 2-D maps).
+
 **Batching.** Every method builds its perturbed observations in batches of ``batch_size`` and runs each batch
 through the network in one forward pass under ``torch.no_grad()``: a map costs one forward pass for the
 original observation and ``ceil(perturbations / batch_size)`` more. Occlusion on a network that is a chain of
@@ -65,14 +74,17 @@ from rlwrappers.error import (
 )
 from rlwrappers.explain import incremental as incremental_pass
 from rlwrappers.functional import images
+from rlwrappers.structure import is_structured
 
 __all__ = [
     "BATCH_SIZE",
     "METHODS",
+    "NEEDS_IMAGE",
     "SEGMENTATIONS",
     "SaliencyMap",
     "action_scores",
     "advantages",
+    "check_observations",
     "lime",
     "noise_sensitivity",
     "occlusion",
@@ -84,6 +96,12 @@ __all__ = [
 
 #: Perturbed observations per forward pass, unless ``batch_size`` says otherwise.
 BATCH_SIZE: Final = 512
+#: What needs an image observation, (H, W), (H, W, C) or (C, H, W), rather than a vector (n,).
+NEEDS_IMAGE: Final = (
+    "lime with segmentation 'quickshift', 'slic' or 'felzenszwalb'",
+    "incremental=True (occlusion, and noise_sensitivity and sarfa with variant='black')",
+    "the sanity check (rlwrappers.explain.sanity.sanity_check), whose similarities compare 2-D maps",
+)
 #: Greydanus et al.'s blur: a Gaussian of this standard deviation (pixels) over each frame.
 BLUR_SIGMA: Final = 3.0
 #: Where a Gaussian's kernel is cut, in standard deviations (SciPy's ``gaussian_filter`` default).
@@ -198,8 +216,52 @@ def _evaluate(
 
 
 # -- arguments ---------------------------------------------------------------------------------------------
+def check_observations(agent: Agent, *, image: str | None = None) -> str:
+    """What the agent's observations are to a saliency map: ``"image"`` or ``"vector"``.
+
+    Args:
+        agent: the agent to explain.
+        image: what needs an image, named in the error when the observations are a vector (None: a vector will do).
+
+    Raises:
+        IncompatibleSpace: the observation space is a Dict or Tuple space, or any space whose observations are
+            neither an image (H, W), (H, W, C), (C, H, W) nor a vector (n,); or a vector where ``image`` needs
+            an image.
+
+    Example:
+        >>> import gymnasium as gym, torch
+        >>> from rlwrappers.agents import TorchAgent
+        >>> vector, actions = gym.spaces.Box(0.0, 1.0, (3,)), gym.spaces.Discrete(3)
+        >>> check_observations(TorchAgent(torch.nn.Identity(), vector, actions, head="q_values"))
+        'vector'
+        >>> agent = TorchAgent(torch.nn.Identity(), gym.spaces.Dict({"x": vector}), actions, head="q_values")
+        >>> check_observations(agent)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        rlwrappers.error.IncompatibleSpace: saliency maps perturb one image or vector: ... received Dict('x': ...
+    """
+    space = agent.observation_space
+    shape = None if is_structured(space) else space.shape
+    if shape is None or len(shape) not in (1, 2, 3):
+        raise IncompatibleSpace(
+            "saliency maps perturb one image or vector: the agent's observation space must be an image (H, W),"
+            f" (H, W, C) or (C, H, W) or a vector (n,), received {space}. Any image or vector takes"
+            f" {sorted(METHODS)}; an image is needed by {list(NEEDS_IMAGE)}"
+        )
+    if len(shape) == 1:
+        if image is not None:
+            raise IncompatibleSpace(
+                f"{image} needs an image observation of shape (H, W), (H, W, C) or (C, H, W), and the agent's"
+                f" observation space is a vector: {space}. What needs an image: {list(NEEDS_IMAGE)}"
+            )
+        return "vector"
+    return "image"
+
+
 def _check_agent(agent: Any) -> int:
-    """The number of actions of ``agent``; raises unless it is an Agent with a Discrete action space."""
+    """The number of actions of ``agent``; raises unless it is an Agent with a Discrete action space.
+
+    Its observations must be an image or a vector (:func:`check_observations`).
+    """
     if not isinstance(agent, Agent):
         raise InvalidType(
             f"`agent` must be an rlwrappers Agent (see rlwrappers.agents.adapt), received {type(agent).__name__}"
@@ -208,6 +270,7 @@ def _check_agent(agent: Any) -> int:
         raise IncompatibleSpace(
             f"saliency maps need a Discrete action space (action scores to compare), the agent has {agent.action_space}"
         )
+    check_observations(agent)
     return int(agent.action_space.n)
 
 

@@ -4,7 +4,9 @@ From *Benchmarking Perturbation-based Saliency Maps for Explaining Atari Agents*
 :func:`cascading_randomization` re-initializes the layers that decide the agent's outputs from the output layer
 down, one more per copy, with a seeded ``torch.Generator``; :func:`sanity_check` compares each copy's maps with
 the original's by :func:`rlwrappers.metrics.saliency.similarities`, and
-:func:`rlwrappers.metrics.saliency.sanity_check_summary` averages them per layer.
+:func:`rlwrappers.metrics.saliency.sanity_check_summary` averages them per layer. The similarities compare 2-D
+maps, so the sanity check needs an agent whose observations are images: a vector, Dict or Tuple observation space
+raises :class:`~rlwrappers.error.IncompatibleSpace` before any layer is randomized.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from rlwrappers import _check
 from rlwrappers._optional import require
 from rlwrappers.agents import Agent, SB3Agent
 from rlwrappers.error import InvalidArgument, InvalidType, NotDifferentiable
+from rlwrappers.explain.maps import check_observations
 from rlwrappers.metrics.saliency import SIMILARITIES, similarities
 
 if TYPE_CHECKING:
@@ -166,10 +169,17 @@ def sanity_check(
     Returns:
         One row per (state, randomized layer): ``state`` (the index in ``states``), ``level`` (how many layers
         are randomized, 1 = the output layer), ``layer``, and the :data:`SIMILARITIES`.
+
+    Raises:
+        IncompatibleSpace: the agent's observations are not images (a vector, a Dict or a Tuple space): the
+            similarities compare 2-D maps.
     """
     pd = require("pandas", purpose="sanity-check tables")
     if not callable(explain):
         raise InvalidType(f"`explain` must be a callable explain(agent, obs) -> map, received {explain!r}")
+    if not isinstance(agent, Agent):
+        raise InvalidType(f"`agent` must be an rlwrappers Agent, received {type(agent).__name__}")
+    check_observations(agent, image="the sanity check")
     batch = np.asarray(states)
     shape = agent.observation_space.shape
     if shape is not None and batch.shape[1:] != shape:

@@ -9,7 +9,8 @@ The actions are computed in one of two ways:
 
 - **exact** (the default): each request gets its own network pass and its own generator, as the per-run runner
   gives it. The logs equal the per-run runner's, bit for bit.
-- **fast**: the requests of one deterministic agent share one pass over their stacked observations. A batched
+- **fast**: the requests of one deterministic agent share one pass over their stacked observations (Dict and
+  Tuple observations stack entry by entry, :func:`~rlwrappers.agents.protocol.stack_observations`). A batched
   pass may differ from single ones in the last bits of a float (other kernels sum in another order), which can
   tip an action now and then and so change a trajectory: a run's every env-side draw is still its own, and
   replaying its recorded actions through the per-run runner gives its log back, but its returns may differ

@@ -13,7 +13,8 @@ A card's arm is compared with the clean policy on the same observations, in one 
 
 Initial-state noise, dynamics and the recovery test change the states themselves, not what the agent makes of
 one: they have no flip rate. A Box action flips when a dimension moves by more than :data:`BOX_FLIP` of half
-its range. Every draw is seeded by the arm's name and the seed, so the rates repeat.
+its range. Every draw is seeded by the arm's name and the seed, so the rates repeat. Dict and Tuple observations
+are stacked and taken apart entry by entry (:mod:`rlwrappers.structure`), so their states are compared alike.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 from numpy.typing import NDArray
 
+from rlwrappers import structure
 from rlwrappers.core import Entry
 from rlwrappers.ladders import Arm
 from rlwrappers.logs import read_log
@@ -75,7 +77,7 @@ def flip_rates(agent: Any, evaluation: Evaluation, arms: Sequence[Arm], stack: S
             frames = input_frames(settings.agent_preprocessing.get(evaluation.agent_name, {}))
             changed: dict[str, list[NDArray[np.bool_]]] = {arm.name: [] for arm in state_arms}
             for seed in sorted(set(evaluation.index["seed"])):
-                states = np.stack(_clean_states(evaluation, env, int(seed)))
+                states = structure.stack(_clean_states(evaluation, env, int(seed)))
                 clean = actor.act(states, np.random.default_rng(0))
                 for arm in state_arms:
                     rng = np.random.default_rng([zlib.crc32(arm.name.encode()), int(seed)])
@@ -128,11 +130,12 @@ def _clean_states(evaluation: Evaluation, env: gym.Env[Any, Any], seed: int) -> 
 
 
 def _shifted_actions(
-    actor: Any, arm: Arm, frames: int, env: gym.Env[Any, Any], states: NDArray[Any], rng: np.random.Generator
+    actor: Any, arm: Arm, frames: int, env: gym.Env[Any, Any], states: Any, rng: np.random.Generator
 ) -> NDArray[Any]:
     """The agent's actions on ``states`` under the arm's shift: its observation changes, or noisy weights.
 
-    ``states`` are the agent's inputs, ``frames`` observations stacked: per-entry levels repeat over them.
+    ``states`` are the agent's inputs (a batch: a dict or tuple of batches for Dict or Tuple observations),
+    ``frames`` observations stacked: per-entry levels repeat over them.
     """
     if arm.family == "param_noise":
         with noisy_parameters(actor, float(arm.entries[0]["std"]), rng):
@@ -142,11 +145,12 @@ def _shifted_actions(
         perturbation.bind(env, env.observation_space, env.action_space)
         perturbation.start_episode()
     shifted = []
-    for obs in states:
+    for i in range(structure.batch_size(states)):
+        obs = structure.take(states, i)
         for perturbation in perturbations:
             obs, _ = perturbation.observation(obs, rng)
         shifted.append(obs)
-    return np.asarray(actor.act(np.stack(shifted), np.random.default_rng(0)))
+    return np.asarray(actor.act(structure.stack(shifted), np.random.default_rng(0)))
 
 
 def level_flip_rates(rates: Mapping[str, float], arms: Sequence[Arm]) -> dict[int, float]:

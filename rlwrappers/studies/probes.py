@@ -13,17 +13,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import gymnasium as gym
 import numpy as np
 from numpy.typing import NDArray
 
 from rlwrappers.core import Entry, attach
-from rlwrappers.error import LogError
+from rlwrappers.error import IncompatibleSpace, LogError
 from rlwrappers.logs.space import replace_file, writing
+from rlwrappers.structure import is_structured
 from rlwrappers.studies.arms import resolve_agent
 from rlwrappers.studies.design import BASELINE, Settings, Stack, directory_name, episode_seed
 from rlwrappers.studies.recipe import EnvRecipe
 
-__all__ = ["PROBE_DIR", "PROBE_SEED", "PROBE_STRIDE", "Probe", "probe_path", "run_probes"]
+__all__ = ["PROBE_DIR", "PROBE_SEED", "PROBE_STRIDE", "Probe", "check_probe_space", "probe_path", "run_probes"]
 
 #: Run seed of the probe's episodes; a probe keeps every PROBE_STRIDE-th decision.
 PROBE_SEED: Final = 2**31 - 1
@@ -96,6 +98,19 @@ class Probe:
         return differ.reshape(len(differ), -1).any(axis=1) if differ.ndim > 1 else differ
 
 
+def check_probe_space(space: gym.Space[Any]) -> None:
+    """Raises :class:`~rlwrappers.error.IncompatibleSpace` for a Dict or Tuple observation space.
+
+    A probe holds the agent's inputs as arrays of one observation shape, which the sweeps' sizes, SSIM and LPIPS
+    compare: an evaluation of an env with structured observations takes no probes (``probe=0``).
+    """
+    if is_structured(space):
+        raise IncompatibleSpace(
+            f"`probe` keeps the agent's inputs as arrays of one shape, and the env's observation space {space} is a"
+            " Dict or Tuple space; evaluate it with probe=0"
+        )
+
+
 def _probeable(settings: Settings, shift: str) -> bool:
     """Whether a shift can be probed: all its perturbations act on observations."""
     return all(Entry.parse(e).perturbation.channel == "observation" for e in settings.shifts[shift])
@@ -123,6 +138,7 @@ def _probe(agent: Any, name: str, settings: Settings, shift: str, stack: Stack, 
     attach(shifted, actor)
     rows: list[tuple[Any, ...]] = []
     try:
+        check_probe_space(clean.observation_space)  # evaluate refuses it first; run_probes may be called alone
         episode = 0
         while len(rows) < settings.probe:
             seed = episode_seed(PROBE_SEED, episode)

@@ -68,7 +68,7 @@ from rlwrappers.studies.design import (
     parse_seeds,
     parse_shifts,
 )
-from rlwrappers.studies.probes import run_probes
+from rlwrappers.studies.probes import check_probe_space, run_probes
 from rlwrappers.studies.recipe import EnvRecipe, trained_env, trainings
 from rlwrappers.studies.results import Evaluation, open_evaluation, warn_if_not_identical
 
@@ -306,7 +306,8 @@ def evaluate(
         out: the run directory; an earlier run of the same evaluation there is resumed.
         when: the schedule of shifts that do not set their own (default: always).
         probe: states per (agent, shift) at which to compare the agent's input with and without the shift
-            (0: none); see :class:`~rlwrappers.studies.probes.Probe`. :mod:`rlwrappers.studies.sweep` turns them
+            (0: none; an env with Dict or Tuple observations takes none); see
+            :class:`~rlwrappers.studies.probes.Probe`. :mod:`rlwrappers.studies.sweep` turns them
             into flip rates, LPIPS and spectra.
         deterministic: let agents act greedily; stochastic agents draw from per-episode generators.
         outside: for a PettingZoo parallel env (``env_id`` a short name from
@@ -467,6 +468,8 @@ def _check_applies(agents: Mapping[str, Any], settings: Settings, stack: Stack) 
             try:
                 actor = arms.resolve_agent(a, settings, env)
                 agents_module.check_compatible(actor, env)
+                if settings.probe and shift == BASELINE:
+                    check_probe_space(env.observation_space)
             finally:
                 env.close()
             if getattr(actor, "channels_last", False) or getattr(actor, "channels_last_keys", ()):

@@ -39,7 +39,7 @@ from rlwrappers._optional import require
 from rlwrappers.agents import Agent, check_compatible
 from rlwrappers.error import InvalidArgument, InvalidType, MissingFile, UnknownName, did_you_mean
 from rlwrappers.explain import insertion, sanity, selection
-from rlwrappers.explain.maps import METHODS, action_scores, saliency_map
+from rlwrappers.explain.maps import METHODS, action_scores, check_observations, saliency_map
 from rlwrappers.metrics.saliency import INSERTION_COLUMNS, SIMILARITIES, select, standardized_scores
 from rlwrappers.spec import format_call
 from rlwrappers.studies.states import play_game
@@ -101,12 +101,17 @@ def collect_states(
 
     Returns:
         The observations, shape (n, *observation shape) (fewer with "highlights" when too few are diverse).
+
+    Raises:
+        IncompatibleSpace: the agent's observations are neither an image nor a vector (a Dict or Tuple space),
+            which saliency maps cannot perturb (:func:`rlwrappers.explain.maps.check_observations`).
     """
     _check.integer("n", n, minimum=1)
     _check.integer("seed", seed, minimum=0)
     _check.integer("max_steps", max_steps, minimum=1)
     select = _check.choice("select", select, SELECTIONS)
     check_compatible(agent, env)
+    check_observations(agent)  # before the game: the states are stacked into one array
     act_rng, pick_rng = (np.random.default_rng([seed, k]) for k in (0, 1))
     states = np.stack([np.asarray(obs) for obs, _ in play_game(env, agent, act_rng, seed=seed, max_steps=max_steps)])
     if n > len(states):
@@ -240,6 +245,11 @@ def study(
     """
     pandas = require("pandas", purpose="saliency studies")
     chosen = _methods(methods)
+    if not isinstance(agent, Agent):
+        raise InvalidType(
+            f"`agent` must be an rlwrappers Agent (see rlwrappers.agents.adapt), received {type(agent).__name__}"
+        )
+    check_observations(agent)
     batch = np.asarray(states)
     if batch.ndim < 2 or len(batch) == 0:
         raise InvalidArgument(f"`states` must be a batch of at least one observation, received shape {batch.shape}")
