@@ -30,7 +30,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.utils import RecordConstructorArgs
 
-from rlwrappers import _check, distributions, seeding
+from rlwrappers import _check, distributions, seeding, structure
 from rlwrappers import schedule as schedules
 from rlwrappers.error import InvalidArgument, InvalidType, PerturbationError, UnknownName, did_you_mean
 from rlwrappers.schedule import Plan, Schedule
@@ -62,6 +62,11 @@ CHANNELS: Final = ("observation", "action", "reward", "state", "dynamics", "poli
 HELD: Final = ("dynamics", "policy")
 #: Field types a perturbation may declare for its log records.
 FIELD_TYPES: Final = ("bool", "int64", "float64", "float64[]", "action")
+
+#: Parameters added after specs were first stored (in logs, run folders, ``env.spec`` and registered IDs), each
+#: with the value that keeps what a spec without it meant. :meth:`Perturbation.params` leaves such a parameter out
+#: at that value, so what was stored then is what is written now.
+ADDED_LATER: Final = {"keys": None}
 
 _REGISTRY: dict[str, type[Perturbation]] = {}
 
@@ -107,6 +112,8 @@ class Perturbation:
     #: Whether its observation records describe the agent's decision on the perturbed observation: they are
     #: reported with the next ``step`` call, completed by :meth:`decided` with the action the agent took.
     records_decision: ClassVar[bool] = False
+    #: Once bound to a Dict or Tuple observation space, the keys of the entries it acts on; None otherwise.
+    chosen: tuple[str, ...] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -125,8 +132,12 @@ class Perturbation:
 
     # -- parameters -------------------------------------------------------------------------------------
     def params(self) -> dict[str, Any]:
-        """The parameters, JSON-ready, in declaration order."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        """The parameters, JSON-ready, in declaration order (those of :data:`ADDED_LATER` only where they differ)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        for name, value in ADDED_LATER.items():
+            if name in out and out[name] == value:
+                del out[name]
+        return out
 
     def changed_params(self) -> dict[str, Any]:
         """The parameters that differ from their defaults (what a spec string needs to say)."""
@@ -208,6 +219,10 @@ class Perturbation:
         Undoes :meth:`activate` exactly, and ends anything under way (a sticky repetition).
         """
 
+    def record_fields(self) -> dict[str, str]:
+        """The fields of its step records once bound: :attr:`step_fields`, and any its space adds."""
+        return dict(self.step_fields)
+
     def decided(self, action: Any, record: Record) -> Record:
         """Completes the record of a perturbed observation with the ``action`` the agent took on it."""
         return record
@@ -267,6 +282,8 @@ def perturbations() -> list[PerturbationInfo]:
     for name in sorted(_REGISTRY):
         cls = _REGISTRY[name]
         summary, docs = _doc_lines(cls)
+        for base in cls.__mro__[1:]:  # parameters a base declares (``keys``) are documented there
+            docs = {**_doc_lines(base)[1], **docs}
         params = {}
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
@@ -339,11 +356,15 @@ class Entry:
         Those its schedule can fill (:attr:`Schedule.switching <rlwrappers.schedule.Schedule.switching>`): the
         perturbation's own while it can be active, or for a change that holds while on (dynamics, policy), only
         if it can switch on after reset; each drawn parameter if it is drawn every step, or at each switch on
-        and the schedule can switch on after reset.
+        and the schedule can switch on after reset. :meth:`bound_step_fields` adds those its binding adds.
         """
+        return self.bound_step_fields(self.perturbation)
+
+    def bound_step_fields(self, bound: Perturbation) -> dict[str, str]:
+        """:attr:`step_fields` of this entry's perturbation ``bound`` to a space (an attack's per-entry sizes)."""
         switching = self.when.switching
         acts = switching.switches_on if self.perturbation.channel in HELD else switching.ever_on
-        fields = dict(self.perturbation.step_fields) if acts else {}
+        fields = bound.record_fields() if acts else {}
         if (self.resample == "step" and switching.ever_on) or (self.resample == "activation" and switching.switches_on):
             fields.update(self._drawn_fields)
         return fields
@@ -858,12 +879,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
         """Raises :class:`PerturbationError` naming the perturbations ``culprits`` and the time."""
         who = " and ".join(f"`{self.labels[i]}` ({self.entries[i]})" for i in culprits)
         did = "made the env produce" if culprits[0] in self._sources else "produced"
-        if isinstance(value, np.ndarray):
-            bad = int(value.size - np.count_nonzero(np.isfinite(value)))
-            shown = np.array2string(value, threshold=8, edgeitems=2, precision=4)
-            detail = f"{bad} of {value.size} values are nan or inf: {shown}"
-        else:
-            detail = repr(value)
+        detail = _nonfinite_detail(value)
         raise PerturbationError(
             f"{who} {did} a non-finite {what} at time {t} of episode {self._clock.episode} ({detail}); "
             "to let non-finite values through, give it allow_nonfinite=True"
@@ -897,16 +913,31 @@ def _output_check(entry: Entry, p: Perturbation, space: gym.Space[Any]) -> Calla
 def _check_for(space: gym.Space[Any]) -> Callable[[Any], bool] | None:
     """How the observations of ``space`` are checked for non-finite values; None where they cannot hold any.
 
-    Only float Boxes can: integer observations (images) are never checked.
+    Only float Boxes can, alone or as entries of a Dict or Tuple: integer observations (images) are never checked.
     """
+    if structure.is_structured(space):
+        floats = [structure.path(space, key) for key, entry in structure.entries(space).items() if _check_for(entry)]
+        if not floats:
+            return None
+        size = sum(int(np.prod(structure.get(space, steps).shape)) for steps in floats)
+        return functools.partial(
+            _finite_entries, structure.Access(floats), _finite_vector if size <= _SHORT else _finite
+        )
     if not (isinstance(space, gym.spaces.Box) and space.dtype.kind == "f"):
         return None
     return _finite_vector if len(space.shape) == 1 and space.shape[0] <= _SHORT else _finite
 
 
+def _finite_entries(access: structure.Access, check: Callable[[Any], bool], obs: Any) -> bool:
+    """Whether the float entries of a structured observation that ``access`` reads are finite, checked as one."""
+    return check(np.concatenate(access.gather(obs), axis=None))
+
+
 def _finite(x: Any) -> bool:
-    """Whether every value of a float array is finite."""
-    return bool(np.isfinite(x).all())
+    """Whether every value of a float array, or of every numeric entry of a structured observation, is finite."""
+    if type(x) is np.ndarray:
+        return bool(np.isfinite(x).all())
+    return all(bool(np.isfinite(a).all()) for a in map(np.asarray, structure.leaves(x)) if a.dtype.kind in "iufcb")
 
 
 def _finite_vector(x: Any) -> bool:
@@ -922,6 +953,19 @@ def _finite_vector(x: Any) -> bool:
     except (AttributeError, TypeError):
         pass
     return _finite(x)
+
+
+def _nonfinite_detail(value: Any) -> str:
+    """Where a non-finite value lies: how many values of an array, or of which entry of a structured observation."""
+    if isinstance(value, np.ndarray):
+        bad = int(value.size - np.count_nonzero(np.isfinite(value)))
+        shown = np.array2string(value, threshold=8, edgeitems=2, precision=4)
+        return f"{bad} of {value.size} values are nan or inf: {shown}"
+    if isinstance(value, (Mapping, tuple)):
+        for key, entry in zip(structure.keys_of(value), structure.leaves(value), strict=True):
+            if isinstance(entry, np.ndarray) and not _finite(entry):
+                return f"in the entry {key!r}, {_nonfinite_detail(entry)}"
+    return repr(value)
 
 
 def _kept(action: Any) -> Any:

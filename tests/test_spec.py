@@ -277,7 +277,7 @@ def test_spec_strings_rebuild_wrappers_through_env_spec():
     [
         ("obs_nosie(std=0.1)", UnknownName, "unknown perturbation `obs_nosie`; known: ['action_noise', "),
         ("obs_nosie(std=0.1)", UnknownName, "Did you mean `obs_noise`?"),
-        ("obs_noise(sdt=0.1)", UnknownName, "perturbation `obs_noise` has no parameter `sdt`; parameters: ['std', "),
+        ("obs_noise(sdt=0.1)", UnknownName, "`obs_noise` has no parameter `sdt`; parameters: ['keys', 'std', "),
         ("obs_noise(sdt=0.1)", UnknownName, "Did you mean `std`?"),
         ("obs_noise(0.1)", InvalidArgument, "must name its parameters: `obs_noise(key=value, ...)`"),
         ("obs_noise(std=-1)", InvalidArgument, "`std` must be >= 0, received -1"),

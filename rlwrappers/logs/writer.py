@@ -99,7 +99,8 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
         perturbations: list[dict[str, Any]] = []
         for depth, layer in enumerate(self._layers):
             for label, entry, p in zip(layer.labels, layer.entries, layer.perturbations, strict=True):
-                self._step_fields += [(label, f) for f in entry.step_fields]
+                step_fields = entry.bound_step_fields(p)
+                self._step_fields += [(label, f) for f in step_fields]
                 self._reset_fields += [(label, f) for f in entry.reset_fields]
                 perturbations.append(
                     {
@@ -110,10 +111,12 @@ class Recorder(gym.Wrapper[Any, Any, Any, Any]):
                         "params": p.params(),
                         "when": str(entry.when),
                         "spec": str(entry),
-                        "step_fields": entry.step_fields,
+                        "step_fields": step_fields,
                         "reset_fields": entry.reset_fields,
                     }
                 )
+                if p.chosen is not None:  # the entries of a Dict or Tuple observation it acts on
+                    perturbations[-1]["keys"] = list(p.chosen)
         self._labels = [p["label"] for p in perturbations]
         self._kinds = {(p["label"], f): k for p in perturbations for f, k in p["step_fields"].items()}
 

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from numpy.typing import NDArray
 
-from rlwrappers import _check
+from rlwrappers import _check, structure
 from rlwrappers.error import IncompatibleSpace
 
 __all__ = ["SpaceEnv", "sample"]
@@ -43,11 +43,12 @@ def sample(space: gym.Space[Any], rng: np.random.Generator) -> Any:
     normal; integer spaces are uniform over their values.
 
     Args:
-        space: a Box, Discrete, MultiDiscrete or MultiBinary space.
+        space: a Box, Discrete, MultiDiscrete or MultiBinary space, or a Dict or Tuple of them (nested too).
         rng: the generator to draw from.
 
     Returns:
-        An element of ``space``: an array of the space's dtype, or a numpy integer for Discrete spaces.
+        An element of ``space``: an array of the space's dtype, a numpy integer for Discrete spaces, a dict or a
+        tuple of them for Dict and Tuple spaces (entries drawn in order).
 
     Raises:
         IncompatibleSpace: ``space`` is of another kind.
@@ -58,6 +59,10 @@ def sample(space: gym.Space[Any], rng: np.random.Generator) -> Any:
         >>> x.dtype, x.shape
         (dtype('uint8'), (2, 2))
     """
+    if isinstance(space, gym.spaces.Dict):
+        return {key: sample(entry, rng) for key, entry in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(sample(entry, rng) for entry in space.spaces)
     if isinstance(space, gym.spaces.Discrete):
         return space.dtype.type(space.start + rng.integers(space.n))
     if isinstance(space, gym.spaces.MultiDiscrete):
@@ -69,11 +74,16 @@ def sample(space: gym.Space[Any], rng: np.random.Generator) -> Any:
             return _sample_float_box(space, rng)
         draws = rng.integers(space.low, space.high, size=space.shape, dtype=space.dtype, endpoint=True)
         return np.asarray(draws, dtype=space.dtype)
-    raise IncompatibleSpace(f"`space` must be a Box, Discrete, MultiDiscrete or MultiBinary space, received {space}")
+    raise IncompatibleSpace(
+        "`space` must be a Box, Discrete, MultiDiscrete or MultiBinary space, or a Dict or Tuple of them,"
+        f" received {space}"
+    )
 
 
 class SpaceEnv(gym.Env[Any, Any]):
     """A small deterministic env that emits random elements of any Box, Discrete or MultiDiscrete space.
+
+    Observation spaces may also be Dict or Tuple spaces of those, nested too.
 
     Observations are drawn from ``observation_space`` with the env's own ``np_random`` (seeded by
     ``reset(seed=...)``), so two envs reset with the same seed emit the same observations bit for bit. The
@@ -105,9 +115,12 @@ class SpaceEnv(gym.Env[Any, Any]):
         self, observation_space: gym.Space[Any], action_space: gym.Space[Any], *, episode_length: int = 20
     ) -> None:
         for name, space in (("observation_space", observation_space), ("action_space", action_space)):
-            if not isinstance(space, _SPACES):
+            structured = name == "observation_space" and isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
+            entries = structure.entries(space).values() if structured else [space]
+            if not all(isinstance(entry, _SPACES) for entry in entries):
+                also = " (or, for observations, a Dict or Tuple of them)" if name == "observation_space" else ""
                 raise IncompatibleSpace(
-                    f"`{name}` must be a Box, Discrete, MultiDiscrete or MultiBinary space, received {space}"
+                    f"`{name}` must be a Box, Discrete, MultiDiscrete or MultiBinary space{also}, received {space}"
                 )
         self.episode_length = _check.integer("episode_length", episode_length, minimum=1)
         self.observation_space = observation_space

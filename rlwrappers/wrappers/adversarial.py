@@ -29,8 +29,9 @@ changed: measure flip rates on deterministic agents.
 
 from __future__ import annotations
 
+import functools
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import gymnasium as gym
@@ -38,15 +39,16 @@ import numpy as np
 from numpy.typing import NDArray
 from typing_extensions import override
 
-from rlwrappers import _check
+from rlwrappers import _check, structure
 from rlwrappers._optional import require
 from rlwrappers.agents import Agent, adapt
-from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
+from rlwrappers.agents.protocol import fits
+from rlwrappers.core import Record, SingleLayer, register_wrapper
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, NotDifferentiable
 from rlwrappers.functional import attacks
 from rlwrappers.functional.attacks import PIXEL_SCALE
 from rlwrappers.schedule import Schedule
-from rlwrappers.wrappers.observation import check_scale_shape
+from rlwrappers.wrappers.observation import Keys, ObservationPerturbation, check_scale_shape
 
 if TYPE_CHECKING:
     import torch
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AttackPerturbation",
     "Domain",
+    "Entries",
     "AttackResult",
     "CarliniWagner",
     "CarliniWagnerPerturbation",
@@ -74,6 +77,9 @@ class Domain:
         high: the upper bounds.
         integer: whether observations are re-quantized to whole levels.
         dtype: the observation dtype.
+        space_low: the space's lower bounds in observation units, exactly (float64; float32 rounds a float64
+            space's bounds, which attacks then clip to).
+        space_high: its upper bounds.
     """
 
     scale: float
@@ -81,6 +87,8 @@ class Domain:
     high: NDArray[np.float32]
     integer: bool
     dtype: np.dtype[Any]
+    space_low: NDArray[np.float64] | None = None
+    space_high: NDArray[np.float64] | None = None
 
     @classmethod
     def of(cls, space: gym.Space[Any], quantize: bool = True) -> Domain:
@@ -97,7 +105,8 @@ class Domain:
         low = (space.low.astype(np.float64) / scale).astype(np.float32)
         high = (space.high.astype(np.float64) / scale).astype(np.float32)
         dtype = np.dtype(space.dtype) if quantize or not integer else np.dtype(np.float32)
-        return cls(scale, low, high, integer and quantize, dtype)
+        exact = (space.low.astype(np.float64), space.high.astype(np.float64))
+        return cls(scale, low, high, integer and quantize, dtype, *exact)
 
     def observation_space(self, space: gym.spaces.Box) -> gym.spaces.Box:
         """The space of delivered observations: ``space``, or its float32 twin for an unrounded integer space."""
@@ -126,13 +135,153 @@ class Domain:
         x = z.detach().numpy().astype(np.float64) * self.scale
         if self.integer:
             x = np.rint(x)
-        np.clip(x, self.low.astype(np.float64) * self.scale, self.high.astype(np.float64) * self.scale, out=x)
+        if self.space_low is None or self.space_high is None:
+            np.clip(x, self.low.astype(np.float64) * self.scale, self.high.astype(np.float64) * self.scale, out=x)
+        else:
+            np.clip(x, self.space_low, self.space_high, out=x)
         return x.astype(self.dtype)
 
     def bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The bounds as tensors that broadcast against a batch of observations."""
         torch = require("torch")
         return torch.from_numpy(self.low), torch.from_numpy(self.high)
+
+    def budget(self, value: float | tuple[float, ...]) -> attacks.Budget:
+        """A checked budget as the functional attacks take it: a float, or a float64 array of one per dimension."""
+        return value if isinstance(value, float) else np.asarray(value, dtype=np.float64)
+
+    def network_input(self, z: torch.Tensor, clean: Any) -> Any:
+        """What the agent's network receives for a batch ``z`` in attack units: the observations in their units."""
+        return z * self.scale
+
+    def deliver(self, z: torch.Tensor, obs: NDArray[Any]) -> NDArray[Any]:
+        """The observations delivered for ``z``, the attacked batch of ``obs``: :meth:`to_observation`."""
+        return self.to_observation(z)
+
+    def sizes(self, delivered: NDArray[Any], obs: NDArray[Any]) -> dict[str, tuple[NDArray[Any], NDArray[Any]]]:
+        """The L-inf and L2 size of each delivered perturbation, in attack units: ``{"": (linf, l2)}``."""
+        return {"": _sizes((delivered.astype(np.float64) - obs) / self.scale)}
+
+    def parts(self) -> dict[str, Domain]:
+        """The domain of each part attacked: here the one observation, under the key ""."""
+        return {"": self}
+
+
+def _sizes(delta: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The L-inf and L2 norms of each row of a batch of changes."""
+    flat = np.abs(delta.reshape(len(delta), -1))
+    return flat.max(axis=1), np.sqrt((flat * flat).sum(axis=1))
+
+
+@dataclass(frozen=True)
+class Entries:
+    """Where chosen entries of a Dict or Tuple space are attacked: each one's :class:`Domain`, laid end to end.
+
+    An attack works on one float32 vector per observation, the chosen entries flattened one after the other in
+    their attack units; the agent's network receives the whole observation, with the other entries as they were.
+    A budget (``eps``) holds in each entry's own units: a number, or one per dimension that broadcasts against
+    every entry.
+
+    Attributes:
+        keys: the keys of the entries attacked, in the space's order.
+        paths: their paths (:func:`rlwrappers.structure.path`).
+        domains: their domains.
+        space: the whole observation space.
+    """
+
+    keys: tuple[str, ...]
+    paths: tuple[structure.Path, ...]
+    domains: tuple[Domain, ...]
+    space: gym.Space[Any]
+    _ends: tuple[int, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_ends", tuple(np.cumsum([d.low.size for d in self.domains]).tolist()))
+
+    @classmethod
+    def of(cls, space: gym.Space[Any], keys: tuple[str, ...], quantize: bool = True) -> Entries:
+        """The entries ``keys`` of a Dict or Tuple space; raises :class:`IncompatibleSpace` for one not a Box."""
+        paths = tuple(structure.path(space, key) for key in keys)
+        domains = []
+        for key, steps in zip(keys, paths, strict=True):
+            try:
+                domains.append(Domain.of(structure.get(space, steps), quantize))
+            except IncompatibleSpace as exc:
+                raise IncompatibleSpace(f"the entry {key!r}: {exc}") from None
+        return cls(keys, paths, tuple(domains), space)
+
+    @functools.cached_property
+    def access(self) -> structure.Access:
+        """Reads and replaces the attacked entries of observations and batches."""
+        return structure.Access(self.paths)
+
+    @functools.cached_property
+    def low(self) -> NDArray[np.float32]:
+        """The lower bounds of the vector, in attack units."""
+        return np.concatenate([d.low.ravel() for d in self.domains])
+
+    @functools.cached_property
+    def high(self) -> NDArray[np.float32]:
+        """The upper bounds of the vector, in attack units."""
+        return np.concatenate([d.high.ravel() for d in self.domains])
+
+    def _slices(self) -> list[slice]:
+        return [slice(start, end) for start, end in zip((0, *self._ends), self._ends, strict=False)]
+
+    def to_attack(self, obs: Any) -> torch.Tensor:
+        """A batch of structured observations as the vectors of their chosen entries, in attack units."""
+        torch = require("torch", purpose="gradient attacks")
+        parts = [d.to_attack(x) for d, x in zip(self.domains, self.access.gather(obs), strict=True)]
+        return torch.cat([part.reshape(len(part), -1) for part in parts], dim=1)
+
+    def _split(self, z: torch.Tensor) -> list[torch.Tensor]:
+        """A batch of vectors as the batches of each entry, in attack units and the entries' shapes."""
+        shapes = [d.low.shape for d in self.domains]
+        return [z[:, part].reshape(len(z), *shape) for part, shape in zip(self._slices(), shapes, strict=True)]
+
+    def network_input(self, z: torch.Tensor, clean: Any) -> Any:
+        """The whole observations the network receives: ``clean`` (tensors) with the entries of ``z`` in place."""
+        return self.access.scatter(clean, [x * d.scale for x, d in zip(self._split(z), self.domains, strict=True)])
+
+    def deliver(self, z: torch.Tensor, obs: Any) -> Any:
+        """The observations delivered: ``obs`` with each attacked entry scaled, re-quantized and inside its bounds."""
+        return self.access.scatter(
+            obs, [d.to_observation(x) for x, d in zip(self._split(z), self.domains, strict=True)]
+        )
+
+    def sizes(self, delivered: Any, obs: Any) -> dict[str, tuple[NDArray[Any], NDArray[Any]]]:
+        """The L-inf and L2 size of each delivered perturbation: of the whole (key "") and of each entry."""
+        deltas = {}
+        pairs = zip(self.access.gather(delivered), self.access.gather(obs), strict=True)
+        for key, d, (after, before) in zip(self.keys, self.domains, pairs, strict=True):
+            deltas[key] = ((after.astype(np.float64) - before) / d.scale).reshape(len(before), -1)
+        out = {"": _sizes(np.concatenate(list(deltas.values()), axis=1))}
+        out.update({key: _sizes(delta) for key, delta in deltas.items()})
+        return out
+
+    def bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The bounds of the vector as tensors."""
+        torch = require("torch")
+        return torch.from_numpy(self.low), torch.from_numpy(self.high)
+
+    def budget(self, value: float | tuple[float, ...]) -> attacks.Budget:
+        """A budget in each entry's units: a float, or one per dimension of the vector (broadcast per entry)."""
+        if isinstance(value, float):
+            return value
+        per = np.asarray(value, dtype=np.float64)
+        return np.concatenate([np.broadcast_to(per, d.low.shape).ravel() for d in self.domains])
+
+    def observation_space(self, space: gym.Space[Any]) -> gym.Space[Any]:
+        """The space of delivered observations: each entry's space as its domain delivers it."""
+        assert isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple))
+        changed = {
+            p: d.observation_space(structure.get(space, p)) for p, d in zip(self.paths, self.domains, strict=True)
+        }
+        return structure.replace_space(space, changed)
+
+    def parts(self) -> dict[str, Domain]:
+        """The domain of each entry attacked, by key."""
+        return dict(zip(self.keys, self.domains, strict=True))
 
 
 @dataclass(frozen=True)
@@ -146,20 +295,26 @@ class AttackResult:
             action (continuous).
         linf: the L-inf size of each delivered perturbation, in attack units.
         l2: its L2 size, in attack units.
+        entries: for chosen entries of a Dict or Tuple observation, each one's ``(linf, l2)`` by key.
     """
 
-    observations: NDArray[Any]
+    observations: Any
     adversarial: torch.Tensor
     clean_action: NDArray[Any]
     linf: NDArray[np.float64]
     l2: NDArray[np.float64]
+    entries: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
-class AttackPerturbation(Perturbation):
-    """Base of the gradient attacks: binding to a space, attaching the agent, batching and recording."""
+class AttackPerturbation(ObservationPerturbation):
+    """Base of the gradient attacks: binding to a space, attaching the agent, batching and recording.
 
-    channel = "observation"
+    On a Dict or Tuple observation it attacks the entries ``keys`` names (default: every float sensor entry, not
+    ``desired_goal``) through the network's gradient with respect to each (:class:`Entries`), and records the
+    size of the change of each entry too: ``linf[<key>]`` and ``l2[<key>]``.
+    """
+
     needs_agent = True
     records_decision = True
     step_fields = {"clean_action": "action", "action": "action", "flipped": "bool", "linf": "float64", "l2": "float64"}
@@ -171,10 +326,12 @@ class AttackPerturbation(Perturbation):
         quantize: bool
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not isinstance(self.quantize, bool):
             raise InvalidArgument(f"`quantize` must be a bool, received {self.quantize!r}")
         self._agent: Agent | None = None
-        self._domain: Domain | None = None
+        self._domain: Domain | Entries | None = None
+        self._clean: Any = None  # the clean batch as tensors, while a structured one is attacked
         self._observation_space: gym.Space[Any] | None = None
         self._action_space: gym.Space[Any] | None = None
 
@@ -185,14 +342,19 @@ class AttackPerturbation(Perturbation):
 
     def bind_spaces(self, observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
         """Checks the spaces of one observation and one action, and sets the attack's domain."""
+        self.chosen = structure.choose(observation_space, self.keys, self.acts_on, self.name)
         try:
-            self._domain = Domain.of(observation_space, self.quantize)
+            if self.chosen is None:
+                self._domain = Domain.of(observation_space, self.quantize)
+            else:
+                self._domain = Entries.of(observation_space, self.chosen, self.quantize)
         except IncompatibleSpace as exc:
             raise IncompatibleSpace(f"{self.name}: {exc}") from None
         for name in self.budgets:
             budget = getattr(self, name)
             if budget is not None:
-                check_scale_shape(name, budget, self._domain.low.shape)
+                for key, part in self._domain.parts().items():
+                    check_scale_shape(name if not key else f"{name}` (entry {key!r})`", budget, part.low.shape)
         if not self.continuous and not isinstance(action_space, gym.spaces.Discrete):
             raise IncompatibleSpace(
                 f"{self.name} needs discrete actions (it pushes away from the agent's action scores), received"
@@ -201,7 +363,8 @@ class AttackPerturbation(Perturbation):
         if not isinstance(action_space, (gym.spaces.Discrete, gym.spaces.Box)):
             raise IncompatibleSpace(f"{self.name} needs Discrete or Box actions, received {action_space}")
         self._observation_space, self._action_space = observation_space, action_space
-        self._warn_if_erased(self._domain)
+        for part in self._domain.parts().values():
+            self._warn_if_erased(part)
         if self._agent is not None:
             self._check_agent(self._agent)
 
@@ -210,8 +373,14 @@ class AttackPerturbation(Perturbation):
 
     @override
     def observation_space(self, space: gym.Space[Any]) -> gym.Space[Any]:
-        assert isinstance(space, gym.spaces.Box)
-        return self.domain.observation_space(space)
+        return self.domain.observation_space(space)  # type: ignore[arg-type]
+
+    def record_fields(self) -> dict[str, str]:
+        """Its step records' fields once bound: on chosen entries, each one's ``linf[<key>]`` and ``l2[<key>]`` too."""
+        fields = dict(self.step_fields)
+        for key in self.chosen or ():
+            fields.update({f"linf[{key}]": "float64", f"l2[{key}]": "float64"})
+        return fields
 
     @override
     def attach(self, agent: Any) -> None:
@@ -224,16 +393,17 @@ class AttackPerturbation(Perturbation):
         """Raises unless ``agent``'s network takes this space's observations and gives what the attack needs."""
         assert self._observation_space is not None and self._domain is not None, "bind() comes first"
         space = self._observation_space
-        if agent.observation_space.shape != space.shape:
+        if not fits(agent.observation_space, space):
+            takes = agent.observation_space
+            shown = f"shape {takes.shape}" if isinstance(takes, gym.spaces.Box) else str(takes)
             raise IncompatibleSpace(
-                f"{self.name}: the agent takes observations of shape {agent.observation_space.shape}, the env at"
-                f" this place in the stack gives {space}"
+                f"{self.name}: the agent takes observations of {shown}, the env at this place in the stack gives"
+                f" {space}"
             )
         torch = require("torch", purpose="gradient attacks")
-        probe = np.clip(np.zeros(self._domain.low.shape), self._domain.low, self._domain.high)
         try:
             with torch.no_grad():
-                out = agent.outputs(torch.as_tensor(probe[None] * self._domain.scale, dtype=torch.float32))
+                out = agent.outputs(self._probe(agent))
         except NotDifferentiable as exc:
             raise NotDifferentiable(f"{self.name} needs a differentiable agent: {exc}") from None
         except Exception as exc:  # a network that rejects the input fails in its own way
@@ -248,6 +418,17 @@ class AttackPerturbation(Perturbation):
         elif out.action is None:
             raise NotDifferentiable(f"{self.name}: the agent gives no differentiable continuous action")
 
+    def _probe(self, agent: Agent) -> Any:
+        """A network input of one observation inside the space (the middle of a Box; a sample of a structure)."""
+        domain = self.domain
+        if isinstance(domain, Entries):
+            space = domain.space
+            space.seed(0)
+            return agent.tensor(structure.stack([space.sample()]))
+        torch = require("torch")
+        probe = np.clip(np.zeros(domain.low.shape), domain.low, domain.high)
+        return torch.as_tensor(probe[None] * domain.scale, dtype=torch.float32)
+
     @property
     def agent(self) -> Agent:
         """The attached agent; raises when none is attached."""
@@ -259,7 +440,7 @@ class AttackPerturbation(Perturbation):
         return self._agent
 
     @property
-    def domain(self) -> Domain:
+    def domain(self) -> Domain | Entries:
         """The attack's units and bounds (set by binding)."""
         assert self._domain is not None, "bind() comes first"
         return self._domain
@@ -267,7 +448,7 @@ class AttackPerturbation(Perturbation):
     # -- attacking --------------------------------------------------------------------------------------
     def scores(self, z: torch.Tensor) -> torch.Tensor:
         """The agent's action scores (or continuous action) for a batch in attack units, differentiably."""
-        out = self.agent.outputs(z * self.domain.scale)
+        out = self.agent.outputs(self.domain.network_input(z, self._clean))
         if isinstance(self._action_space, gym.spaces.Box):
             assert out.action is not None, "binding checked that the agent gives a continuous action"
             return out.action
@@ -277,26 +458,36 @@ class AttackPerturbation(Perturbation):
         """The adversarial batch (attack units, not re-quantized) and the clean actions."""
         raise NotImplementedError
 
-    def attack(self, obs: NDArray[Any], rng: np.random.Generator) -> AttackResult:
-        """Attacks a batch of observations (leading axis)."""
-        obs = np.asarray(obs)
+    def attack(self, obs: Any, rng: np.random.Generator) -> AttackResult:
+        """Attacks a batch of observations (leading axis; for a Dict or Tuple, the structure of batches)."""
+        domain = self.domain
+        if isinstance(domain, Entries):
+            self._clean = self.agent.tensor(obs)
+        else:
+            obs = np.asarray(obs)
         torch = require("torch", purpose="gradient attacks")
-        with torch.enable_grad():
-            adversarial, clean = self.perturb(self.domain.to_attack(obs), rng)
-        delivered = self.domain.to_observation(adversarial)
-        delta = (delivered.astype(np.float64) - obs) / self.domain.scale
-        flat = np.abs(delta.reshape(len(obs), -1))
-        return AttackResult(delivered, adversarial, clean.numpy(), flat.max(axis=1), np.sqrt((flat * flat).sum(axis=1)))
+        try:
+            with torch.enable_grad():
+                adversarial, clean = self.perturb(domain.to_attack(obs), rng)
+        finally:
+            self._clean = None
+        delivered = domain.deliver(adversarial, obs)
+        sizes = domain.sizes(delivered, obs)
+        linf, l2 = sizes.pop("")
+        return AttackResult(delivered, adversarial, clean.numpy(), linf, l2, sizes)
 
     @override
     def observation(self, obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
-        result = self.attack(np.asarray(obs)[None], rng)
+        result = self.attack(structure.stack([obs]), rng)
         clean = result.clean_action[0]
-        return result.observations[0], {
+        record = {
             "clean_action": clean.tolist() if isinstance(clean, np.ndarray) else clean.item(),
             "linf": float(result.linf[0]),
             "l2": float(result.l2[0]),
         }
+        for key, (linf, l2) in result.entries.items():
+            record[f"linf[{key}]"], record[f"l2[{key}]"] = float(linf[0]), float(l2[0])
+        return structure.take(result.observations, 0), record
 
     @override
     def decided(self, action: Any, record: Record) -> Record:
@@ -310,11 +501,6 @@ def _check_budget(name: str, value: Any) -> float | tuple[float, ...]:
     if isinstance(value, (list, tuple, np.ndarray)):
         return _check.scale(name, value)
     return attacks.check_eps(name, value)
-
-
-def _as_budget(value: float | tuple[float, ...]) -> attacks.Budget:
-    """A checked budget as the functional attacks take it: a float, or a float64 array of one per dimension."""
-    return value if isinstance(value, float) else np.asarray(value, dtype=np.float64)
 
 
 def _warn_below_quantum(name: str, eps: float | tuple[float, ...], domain: Domain) -> None:
@@ -372,7 +558,7 @@ class FGSMPerturbation(AttackPerturbation):
     @override
     def perturb(self, z: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         low, high = self.domain.bounds()
-        return attacks.fgsm(self.scores, z, _as_budget(self.eps), low, high)
+        return attacks.fgsm(self.scores, z, self.domain.budget(self.eps), low, high)
 
 
 @dataclass(kw_only=True)
@@ -429,8 +615,8 @@ class PGDPerturbation(AttackPerturbation):
     @override
     def perturb(self, z: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         low, high = self.domain.bounds()
-        eps = _as_budget(self.eps)
-        alpha = eps / 4 if self.alpha is None else _as_budget(self.alpha)
+        eps = self.domain.budget(self.eps)
+        alpha = eps / 4 if self.alpha is None else self.domain.budget(self.alpha)
         start = rng if self.random_start else None
         if isinstance(self._action_space, gym.spaces.Box):
             torch = require("torch")
@@ -508,6 +694,7 @@ class FGSM(SingleLayer):
         eps: float | tuple[float, ...] = 0.01,
         quantize: bool = True,
         *,
+        keys: Keys = None,
         agent: Any = None,
         when: str | Schedule | None = None,
         label: str | None = None,
@@ -515,10 +702,13 @@ class FGSM(SingleLayer):
     ):
         """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked.
 
-        ``allow_nonfinite`` lets non-finite observations through instead of raising
+        ``keys`` chooses the entries of a Dict or Tuple observation (default: every float sensor entry, not
+        ``desired_goal``). ``allow_nonfinite`` lets non-finite observations through instead of raising
         :class:`~rlwrappers.error.PerturbationError`.
         """
-        self._setup(env, FGSMPerturbation, dict(eps=eps, quantize=quantize), when, label, agent, allow_nonfinite)
+        self._setup(
+            env, FGSMPerturbation, dict(keys=keys, eps=eps, quantize=quantize), when, label, agent, allow_nonfinite
+        )
 
 
 @register_wrapper("pgd")
@@ -546,6 +736,7 @@ class PGD(SingleLayer):
         random_start: bool = True,
         quantize: bool = True,
         *,
+        keys: Keys = None,
         agent: Any = None,
         when: str | Schedule | None = None,
         label: str | None = None,
@@ -553,10 +744,11 @@ class PGD(SingleLayer):
     ):
         """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked.
 
-        ``allow_nonfinite`` lets non-finite observations through instead of raising
+        ``keys`` chooses the entries of a Dict or Tuple observation (default: every float sensor entry, not
+        ``desired_goal``). ``allow_nonfinite`` lets non-finite observations through instead of raising
         :class:`~rlwrappers.error.PerturbationError`.
         """
-        params = dict(eps=eps, alpha=alpha, steps=steps, random_start=random_start, quantize=quantize)
+        params = dict(keys=keys, eps=eps, alpha=alpha, steps=steps, random_start=random_start, quantize=quantize)
         self._setup(env, PGDPerturbation, params, when, label, agent, allow_nonfinite)
 
 
@@ -583,6 +775,7 @@ class CarliniWagner(SingleLayer):
         lr: float = 0.01,
         quantize: bool = True,
         *,
+        keys: Keys = None,
         agent: Any = None,
         when: str | Schedule | None = None,
         label: str | None = None,
@@ -590,8 +783,9 @@ class CarliniWagner(SingleLayer):
     ):
         """Wraps ``env``; ``agent`` (or a later :func:`rlwrappers.attach`) is what gets attacked.
 
-        ``allow_nonfinite`` lets non-finite observations through instead of raising
+        ``keys`` chooses the entries of a Dict or Tuple observation (default: every float sensor entry, not
+        ``desired_goal``). ``allow_nonfinite`` lets non-finite observations through instead of raising
         :class:`~rlwrappers.error.PerturbationError`.
         """
-        params = dict(c=c, kappa=kappa, steps=steps, lr=lr, quantize=quantize)
+        params = dict(keys=keys, c=c, kappa=kappa, steps=steps, lr=lr, quantize=quantize)
         self._setup(env, CarliniWagnerPerturbation, params, when, label, agent, allow_nonfinite)

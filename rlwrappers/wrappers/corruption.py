@@ -14,7 +14,7 @@ See ``docs/corruptions.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -22,11 +22,12 @@ from numpy.typing import NDArray
 from typing_extensions import override
 
 from rlwrappers import _check
-from rlwrappers.core import Perturbation, Record, SingleLayer, register_wrapper
+from rlwrappers.core import Record, SingleLayer, register_wrapper
 from rlwrappers.error import IncompatibleSpace
 from rlwrappers.functional import corruptions
 from rlwrappers.functional.images import check_layout
 from rlwrappers.schedule import Schedule
+from rlwrappers.wrappers.observation import Keys, ObservationPerturbation
 
 __all__ = [
     "JPEG",
@@ -58,24 +59,32 @@ def image_space(space: gym.Space[Any], who: str, layout: str | None = None) -> t
     return space, check_layout(layout, space.shape)
 
 
-class _Corruption(Perturbation):
-    """Shared binding and hook of the image corruptions: a kernel prepared once in :meth:`bind`."""
+@dataclass(kw_only=True)
+class _Corruption(ObservationPerturbation):
+    """Shared binding and hook of the image corruptions: a kernel prepared once in :meth:`bind_array`.
 
-    layout: str | None
+    On a Dict or Tuple observation a corruption acts on the pixel images (uint8, H x W x 3 or 1, at least
+    32 x 32) unless ``keys`` names the entries: a symbolic grid is never taken for a picture unasked.
+    """
+
+    acts_on = "image"
+
+    if TYPE_CHECKING:  # each corruption declares it last among its parameters
+        layout: str | None
 
     def _kernel(self, image: tuple[int, ...], layout: str) -> corruptions.Kernel:
         """The corruption prepared for observations of this shape and layout."""
         raise NotImplementedError
 
     @override
-    def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
-        space, layout = image_space(observation_space, self.name, self.layout)
+    def bind_array(self, env: gym.Env[Any, Any], space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
+        space, layout = image_space(space, self.name, self.layout)
         if not (np.all(space.low == 0) and np.all(space.high == 255)):
             raise IncompatibleSpace(f"{self.name} needs an image space with bounds [0, 255], received {space}")
         self._apply: corruptions.Kernel = self._kernel(space.shape, layout)
 
     @override
-    def observation(self, obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
+    def observe(self, obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
         return self._apply(obs), {}
 
 
@@ -94,13 +103,13 @@ class BrightnessContrastPerturbation(_Corruption):
     """
 
     name = "brightness_contrast"
-    channel = "observation"
 
     alpha: float = 1.2
     beta: float = 40.0
     layout: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.alpha = _check.number("alpha", self.alpha)
         self.beta = _check.number("beta", self.beta)
         self.layout = corruptions.check_layout_arg(self.layout)
@@ -123,12 +132,12 @@ class MedianBlurPerturbation(_Corruption):
     """
 
     name = "median_blur"
-    channel = "observation"
 
     k: int = 3
     layout: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.k = corruptions.check_kernel_size(self.k)
         self.layout = corruptions.check_layout_arg(self.layout)
 
@@ -150,12 +159,12 @@ class RotatePerturbation(_Corruption):
     """
 
     name = "rotate"
-    channel = "observation"
 
     degrees: float = 1.4
     layout: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.degrees = _check.number("degrees", self.degrees)
         self.layout = corruptions.check_layout_arg(self.layout)
 
@@ -179,13 +188,13 @@ class TranslatePerturbation(_Corruption):
     """
 
     name = "translate"
-    channel = "observation"
 
     ti: int = 1
     tj: int = 1
     layout: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.ti = corruptions.check_shift("ti", self.ti)
         self.tj = corruptions.check_shift("tj", self.tj)
         self.layout = corruptions.check_layout_arg(self.layout)
@@ -215,7 +224,6 @@ class PerspectivePerturbation(_Corruption):
     """
 
     name = "perspective"
-    channel = "observation"
 
     norm: float = 1.0
     directions: tuple[tuple[float, float], ...] | None = None
@@ -223,6 +231,7 @@ class PerspectivePerturbation(_Corruption):
     layout: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.norm = _check.nonnegative("norm", self.norm)
         if self.directions is not None:
             rows = corruptions.check_directions(self.directions).tolist()
@@ -254,12 +263,12 @@ class JPEGPerturbation(_Corruption):
     """
 
     name = "jpeg"
-    channel = "observation"
 
     quality: int = 20
     layout: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.quality = corruptions.check_quality(self.quality)
         self.layout = corruptions.check_layout_arg(self.layout)
 
@@ -297,11 +306,17 @@ class BrightnessContrast(SingleLayer):
         beta: float = 40.0,
         layout: str | None = None,
         *,
+        keys: Keys = None,
         when: str | Schedule | None = None,
         label: str | None = None,
     ):
-        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, BrightnessContrastPerturbation, dict(alpha=alpha, beta=beta, layout=layout), when, label)
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns.
+
+        ``keys`` chooses the entries of a Dict or Tuple observation (default: every pixel image entry).
+        """
+        self._setup(
+            env, BrightnessContrastPerturbation, dict(keys=keys, alpha=alpha, beta=beta, layout=layout), when, label
+        )
 
 
 @register_wrapper("median_blur")
@@ -327,11 +342,15 @@ class MedianBlur(SingleLayer):
         k: int = 3,
         layout: str | None = None,
         *,
+        keys: Keys = None,
         when: str | Schedule | None = None,
         label: str | None = None,
     ):
-        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, MedianBlurPerturbation, dict(k=k, layout=layout), when, label)
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns.
+
+        ``keys`` chooses the entries of a Dict or Tuple observation (default: every pixel image entry).
+        """
+        self._setup(env, MedianBlurPerturbation, dict(keys=keys, k=k, layout=layout), when, label)
 
 
 @register_wrapper("rotate")
@@ -357,11 +376,15 @@ class Rotate(SingleLayer):
         degrees: float = 1.4,
         layout: str | None = None,
         *,
+        keys: Keys = None,
         when: str | Schedule | None = None,
         label: str | None = None,
     ):
-        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, RotatePerturbation, dict(degrees=degrees, layout=layout), when, label)
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns.
+
+        ``keys`` chooses the entries of a Dict or Tuple observation (default: every pixel image entry).
+        """
+        self._setup(env, RotatePerturbation, dict(keys=keys, degrees=degrees, layout=layout), when, label)
 
 
 @register_wrapper("translate")
@@ -389,11 +412,15 @@ class Translate(SingleLayer):
         tj: int = 1,
         layout: str | None = None,
         *,
+        keys: Keys = None,
         when: str | Schedule | None = None,
         label: str | None = None,
     ):
-        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, TranslatePerturbation, dict(ti=ti, tj=tj, layout=layout), when, label)
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns.
+
+        ``keys`` chooses the entries of a Dict or Tuple observation (default: every pixel image entry).
+        """
+        self._setup(env, TranslatePerturbation, dict(keys=keys, ti=ti, tj=tj, layout=layout), when, label)
 
 
 @register_wrapper("perspective")
@@ -422,11 +449,15 @@ class Perspective(SingleLayer):
         seed: int = 0,
         layout: str | None = None,
         *,
+        keys: Keys = None,
         when: str | Schedule | None = None,
         label: str | None = None,
     ):
-        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        params = dict(norm=norm, directions=directions, seed=seed, layout=layout)
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns.
+
+        ``keys`` chooses the entries of a Dict or Tuple observation (default: every pixel image entry).
+        """
+        params = dict(keys=keys, norm=norm, directions=directions, seed=seed, layout=layout)
         self._setup(env, PerspectivePerturbation, params, when, label)
 
 
@@ -454,8 +485,12 @@ class JPEG(SingleLayer):
         quality: int = 20,
         layout: str | None = None,
         *,
+        keys: Keys = None,
         when: str | Schedule | None = None,
         label: str | None = None,
     ):
-        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns."""
-        self._setup(env, JPEGPerturbation, dict(quality=quality, layout=layout), when, label)
+        """Wraps ``env``; ``when`` is the schedule (default: always), ``label`` names the log columns.
+
+        ``keys`` chooses the entries of a Dict or Tuple observation (default: every pixel image entry).
+        """
+        self._setup(env, JPEGPerturbation, dict(keys=keys, quality=quality, layout=layout), when, label)

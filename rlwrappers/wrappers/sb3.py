@@ -83,7 +83,7 @@ class AttackVecEnv(VecEnvWrapper):
         obs = self.venv.reset()
         self.attacker.reset(self._seed)
         self._seed = None
-        return self.attacker.observe(np.asarray(obs))
+        return self.attacker.observe(obs)
 
     def step_async(self, actions: np.ndarray) -> None:
         """Logs the decisions on the last observations and sends the actions."""
@@ -94,7 +94,7 @@ class AttackVecEnv(VecEnvWrapper):
         """Waits for the step and attacks the new observations (after an episode ends: the next one's first)."""
         obs, rewards, dones, infos = self.venv.step_wait()
         self.attacker.advance(np.asarray(dones, dtype=bool))
-        return self.attacker.observe(np.asarray(obs)), rewards, dones, infos
+        return self.attacker.observe(obs), rewards, dones, infos
 
     def log(self) -> pd.DataFrame:
         """Every attacked decision so far (see :meth:`rlwrappers.wrappers.vector.BatchAttacker.log`)."""

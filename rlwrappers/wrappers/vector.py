@@ -28,12 +28,12 @@ import gymnasium as gym
 import numpy as np
 from numpy.typing import NDArray
 
-from rlwrappers import seeding
+from rlwrappers import seeding, structure
 from rlwrappers._optional import require
 from rlwrappers.core import Entry, Perturbation
 from rlwrappers.error import InvalidArgument
 from rlwrappers.schedule import Plan, Schedule
-from rlwrappers.wrappers.adversarial import AttackPerturbation
+from rlwrappers.wrappers.adversarial import AttackPerturbation, Entries
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,7 +87,10 @@ class BatchAttacker:
         #: One clock per sub-env; sub-env ``i`` of a vector env reset with seed ``s`` derives from ``s + i``.
         self._clocks = [seeding.EpisodeClock() for _ in range(num_envs)]
         self._plans: list[Plan] = []
-        self._pending: tuple[NDArray[np.intp], NDArray[Any], NDArray[np.float64], NDArray[np.float64]] | None = None
+        #: The sub-envs attacked in the last batch, their clean actions, and the sizes of their changes by column.
+        self._pending: tuple[NDArray[np.intp], NDArray[Any], dict[str, NDArray[np.float64]]] | None = None
+        #: The log's columns: :data:`LOG_COLUMNS`, then each attacked entry's ``linf[<key>]`` and ``l2[<key>]``.
+        self.columns = (*LOG_COLUMNS, *(f"{n}[{key}]" for key in perturbation.chosen or () for n in ("linf", "l2")))
         self._rows: list[dict[str, NDArray[Any]]] = []
 
     # -- episodes ---------------------------------------------------------------------------------------
@@ -120,22 +123,39 @@ class BatchAttacker:
                 self._plans[i] = self._plan(clock)
 
     # -- attacking and logging --------------------------------------------------------------------------
-    def observe(self, obs: NDArray[Any]) -> NDArray[Any]:
-        """The batch with the active sub-envs' observations attacked."""
+    def observe(self, obs: Any) -> Any:
+        """The batch with the active sub-envs' observations attacked (a Dict or Tuple batch: their chosen entries)."""
         active = np.fromiter((plan.active(c.t) for plan, c in zip(self._plans, self._clocks, strict=True)), bool)
         if not active.any():
             self._pending = None
-            return obs.astype(self.observation_space.dtype, copy=False)
+            return self._delivered(obs, copy=False)
         envs = np.flatnonzero(active)
         every = len(envs) == self.num_envs
-        result = self.perturbation.attack(obs if every else obs[envs], self._rng)
+        result = self.perturbation.attack(obs if every else structure.take(obs, envs), self._rng)
         if every:
             out = result.observations
         else:
-            out = obs.astype(self.observation_space.dtype, copy=True)
-            out[envs] = result.observations
-        self._pending = (envs, result.clean_action, result.linf, result.l2)
+            out = self._delivered(obs, copy=True)
+            for rows, attacked in zip(self._attacked(out), self._attacked(result.observations), strict=True):
+                rows[envs] = attacked
+        sizes = {"linf": result.linf, "l2": result.l2}
+        for key, (linf, l2) in result.entries.items():
+            sizes[f"linf[{key}]"], sizes[f"l2[{key}]"] = linf, l2
+        self._pending = (envs, result.clean_action, sizes)
         return out
+
+    def _attacked(self, batch: Any) -> list[Any]:
+        """The arrays of a batch that the attack changes: the batch, or its chosen entries."""
+        domain = self.perturbation.domain
+        return list(domain.access.gather(batch)) if isinstance(domain, Entries) else [batch]
+
+    def _delivered(self, obs: Any, *, copy: bool) -> Any:
+        """A batch in the dtypes the attack delivers (float32 for an integer space it does not re-quantize)."""
+        domain = self.perturbation.domain
+        if not isinstance(domain, Entries):
+            return obs.astype(domain.dtype, copy=copy)
+        arrays = zip(domain.access.gather(obs), domain.domains, strict=True)
+        return domain.access.scatter(obs, [a.astype(d.dtype, copy=copy) for a, d in arrays])
 
     def decide(self, actions: NDArray[Any], ignored: NDArray[np.bool_] | None = None) -> None:
         """Logs the decisions the agent made on the attacked observations of the last batch.
@@ -145,11 +165,11 @@ class BatchAttacker:
         """
         if self._pending is None:
             return
-        envs, clean, linf, l2 = self._pending
+        envs, clean, sizes = self._pending
         self._pending = None
         if ignored is not None and ignored[envs].any():
             keep = ~ignored[envs]
-            envs, clean, linf, l2 = envs[keep], clean[keep], linf[keep], l2[keep]
+            envs, clean, sizes = envs[keep], clean[keep], {name: size[keep] for name, size in sizes.items()}
         taken = np.asarray(actions)[envs]
         flipped = taken != clean if self._discrete else np.full(len(envs), False)
         self._rows.append(
@@ -160,18 +180,17 @@ class BatchAttacker:
                 "clean_action": clean,
                 "action": taken,
                 "flipped": flipped,
-                "linf": linf,
-                "l2": l2,
+                **sizes,
             }
         )
 
     def log(self) -> pd.DataFrame:
-        """Every attacked decision so far, one row each (columns :data:`LOG_COLUMNS`)."""
+        """Every attacked decision so far, one row each (columns :attr:`columns`)."""
         pd = require("pandas")
         if not self._rows:
-            return pd.DataFrame({name: [] for name in LOG_COLUMNS})
+            return pd.DataFrame({name: [] for name in self.columns})
         columns: dict[str, Any] = {}
-        for name in LOG_COLUMNS:
+        for name in self.columns:
             values = np.concatenate([row[name] for row in self._rows])
             columns[name] = list(values) if values.ndim > 1 else values
         return pd.DataFrame(columns)
