@@ -386,3 +386,16 @@ def test_an_sb3_vec_env_attack_takes_dict_batches():
     assert len(log) == 6 and venv.observation_space.contains(structure.take(obs, 0))
     assert (log["linf[observation]"] > 0).all() and (log["linf[achieved_goal]"] > 0).all()
     assert (log["linf"] == log[["linf[observation]", "linf[achieved_goal]"]].max(axis=1)).all()
+
+
+def test_parameters_drawn_every_step_act_on_the_same_entries():
+    env = rw.wrap(
+        gym.make(reach.DICT_ID), "obs_noise(std=uniform(0, 0.2), resample='step')", "rotate(degrees=uniform(-5, 5))"
+    )
+    _, records = played(env, steps=4)
+    stds = [r["obs_noise"]["std"] for r in records]
+    assert len(set(stds)) == len(stds)  # a new draw each step
+    assert all(r["obs_noise"]["keys"] == ("achieved_goal", "observation") for r in records)
+    assert all(r["rotate"]["keys"] == ("camera",) for r in records)
+    again = played(rw.wrap(gym.make(reach.DICT_ID), *next(rw.core.layers(env)).specs), steps=4)[1]
+    assert [r["obs_noise"]["std"] for r in again] == stds
