@@ -6,7 +6,8 @@ as whole steps of a wrapped env whose own step only returns its observation, for
 3), k = 6 entries, and k = 3 larger entries (a 256-ray scan, two 64-vectors). The Dict pays a fixed cost per call
 (about 1.2 us: gathering the entries into one array and handing out views of the result), which is a third of
 the noise on a short vector and little beside a larger one. Also prints the entry-by-entry path (integer entries
-take it) for comparison.
+take it) for comparison, and whole steps of gymnasium-robotics' PointMaze with noise on its Dict against the same
+noise after FlattenObservation (how a user gets one Box of the entries).
 
 Run: python benchmarks/bench_structured_noise.py
 """
@@ -94,7 +95,45 @@ def main() -> bool:
             {"Box step": steps(box_space), "Dict step": steps(dict_space)},
             {"Dict step": 1.2},
         )
+    ok &= real_env()
     return ok
+
+
+def real_env() -> bool:
+    """gymnasium-robotics' PointMaze: noise on its Dict, against flattening it first (how one gets one Box)."""
+    try:
+        import gymnasium_robotics
+    except ImportError:
+        print("PointMaze: gymnasium-robotics is not installed (the robotics extra); skipped")
+        return True
+    gym.register_envs(gymnasium_robotics)
+    every = "obs_noise(std=0.1, keys=['achieved_goal', 'desired_goal', 'observation'])"
+
+    def maze(kind: str) -> Any:
+        env = gym.make("PointMaze_UMaze-v3", max_episode_steps=10**9)
+        if kind == "flattened":
+            env = rw.wrap(gym.wrappers.FlattenObservation(env), SPEC)
+        elif kind == "dict":
+            env = rw.wrap(env, every)
+        env.reset(seed=0)
+        action = np.zeros(2)
+
+        def run() -> int:
+            for _ in range(CALLS // 4):
+                env.step(action)
+            return CALLS // 4
+
+        return run
+
+    return report(
+        f"PointMaze steps: {every} on its Dict, against FlattenObservation and {SPEC} on the Box",
+        {
+            "FlattenObservation + noise on the Box": maze("flattened"),
+            "noise on the Dict": maze("dict"),
+            "no noise": maze("bare"),
+        },
+        {"noise on the Dict": 1.2},
+    )
 
 
 if __name__ == "__main__":
