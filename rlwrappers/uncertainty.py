@@ -9,8 +9,10 @@ box holds them, and finds the dead zones where a parameter changes nothing.
   InvertedPendulum: 1 and 2) has the boxes of M2TD3 (Tanabe et al., "Max-Min Off-Policy Actor-Critic Method
   Focusing on Worst-Case Robustness to Model Misspecification", NeurIPS 2022), as RRLS ships them: absolute
   values, in kg for masses.
-- Classic control (CartPole, Pendulum, Acrobot, MountainCar, MountainCarContinuous) has boxes from half to
-  twice each nominal value; :doc:`uncertainty-sets` says why.
+- The other MuJoCo tasks (Humanoid: 1 and 2; InvertedDoublePendulum, Pusher: 1 to 3; Reacher, Swimmer: 1 and
+  2) and classic control (CartPole, Pendulum, Acrobot, MountainCar, MountainCarContinuous) have boxes from half
+  to twice each nominal value, of the knobs each task turns on (Swimmer's fluid, Reacher's and Pusher's joint
+  damping); :doc:`uncertainty-sets` says why.
 """
 
 from __future__ import annotations
@@ -145,6 +147,8 @@ class UncertaintySet:
 
 def _read(env: Any, key: str) -> float:
     """The value of one ``dynamics_shift`` key (a classic constant or an indexed MuJoCo array) of ``env``."""
+    if key.startswith("opt."):  # a MuJoCo option: viscosity, density, gravity, ...
+        return float(np.max(getattr(env.model.opt, key[4:])))
     if "[" not in key:
         return float(getattr(env, key))
     name, index = key[:-1].split("[")
@@ -157,10 +161,15 @@ def _mujoco(family: str, env_id: str, *dims: Dimension) -> list[UncertaintySet]:
     return [UncertaintySet(family, env_id, dims[:n], M2TD3) for n in range(1, len(dims) + 1)]
 
 
-def _classic(family: str, env_id: str, *dims: tuple[str, float]) -> list[UncertaintySet]:
-    """Boxes from half to twice each nominal value, the first parameter alone, then the first two."""
-    box = tuple(Dimension(key.lower(), key, nominal / 2, nominal * 2) for key, nominal in dims)
+def _halves(family: str, env_id: str, *dims: tuple[str, str, float]) -> list[UncertaintySet]:
+    """Boxes from half to twice each (name, key, nominal value): the first parameter alone, the first two, ..."""
+    box = tuple(Dimension(name, key, nominal / 2, nominal * 2) for name, key, nominal in dims)
     return [UncertaintySet(family, env_id, box[:n], HALF_TO_TWICE) for n in range(1, len(box) + 1)]
+
+
+def _classic(family: str, env_id: str, *dims: tuple[str, float]) -> list[UncertaintySet]:
+    """:func:`_halves` of an env's constants, each named by its attribute in lower case."""
+    return _halves(family, env_id, *((key.lower(), key, nominal) for key, nominal in dims))
 
 
 _FLOOR, _EVERY_GEOM = "geom_friction[0, 0]", "geom_friction[:, 0]"
@@ -217,6 +226,26 @@ _ALL: Final = [
         Dimension("pole_mass", "body_mass[2]", 1.0, 31.0),
         Dimension("cart_mass", "body_mass[1]", 1.0, 11.0),
     ),
+    # The MuJoCo tasks M2TD3 leaves out, half to twice the nominal value of the knobs each task turns on.
+    *_halves("Humanoid", "Humanoid-v5", ("torso_mass", "body_mass[1]", 8.9), ("world_friction", _EVERY_GEOM, 1.0)),
+    *_halves(
+        "InvertedDoublePendulum",
+        "InvertedDoublePendulum-v5",
+        ("pole2_mass", "body_mass[3]", 4.2),
+        ("pole_mass", "body_mass[2]", 4.2),
+        ("cart_mass", "body_mass[1]", 10.5),
+    ),
+    *_halves(
+        "Pusher",
+        "Pusher-v5",
+        ("object_slide_x_damping", "dof_damping[8]", 0.5),
+        ("object_slide_y_damping", "dof_damping[7]", 0.5),
+        ("shoulder_pan_damping", "dof_damping[0]", 1.0),
+    ),
+    *_halves(
+        "Reacher", "Reacher-v5", ("joint0_damping", "dof_damping[0]", 1.0), ("joint1_damping", "dof_damping[1]", 1.0)
+    ),
+    *_halves("Swimmer", "Swimmer-v5", ("viscosity", "opt.viscosity", 0.1), ("density", "opt.density", 4000.0)),
     *_classic("CartPole", "CartPole-v1", ("length", 0.5), ("masspole", 0.1), ("masscart", 1.0)),
     *_classic("Pendulum", "Pendulum-v1", ("m", 1.0), ("l", 1.0)),
     *_classic("Acrobot", "Acrobot-v1", ("LINK_MASS_2", 1.0), ("LINK_LENGTH_1", 1.0)),
