@@ -151,7 +151,7 @@ def choose(space: gym.Space[Any], keys: tuple[str, ...] | None, kind: str, who: 
     """The keys of the entries of ``space`` that a perturbation of ``kind`` acts on; None for a plain space.
 
     ``keys`` are the entries named (each must exist), or None for the default of ``kind`` (at least one entry
-    must be of it). ``who`` names the perturbation in errors.
+    must be of it); either way the keys come back in the space's order. ``who`` names the perturbation in errors.
     """
     if not is_structured(space):
         if keys is not None:
@@ -162,8 +162,7 @@ def choose(space: gym.Space[Any], keys: tuple[str, ...] | None, kind: str, who: 
         return None
     known = entries(space)
     if keys is None:
-        test = is_image if kind == "image" else None
-        chosen = tuple(k for k, s in known.items() if (test(s) if test else _is_sensor(k, s)))
+        chosen = tuple(k for k, s in known.items() if (is_image(s) if kind == "image" else _is_sensor(k, s)))
         if not chosen:
             what = (
                 "pixel image (a uint8 Box (H, W, 3) or (H, W, 1) of at least 32 x 32)"
@@ -180,7 +179,7 @@ def choose(space: gym.Space[Any], keys: tuple[str, ...] | None, kind: str, who: 
                 f"{who}: `keys` names {key!r}, which is not an entry of {space}; entries: {list(known)}."
                 f"{did_you_mean(key, known)}"
             )
-    return keys
+    return tuple(key for key in known if key in keys)  # in the space's order, whatever the order named
 
 
 class Access:

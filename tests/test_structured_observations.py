@@ -304,14 +304,14 @@ def test_the_log_holds_each_entrys_columns_and_reads_them_back_exactly(tmp_path)
     log = rw.read_log(tmp_path / "log")
     perturbations = {p["label"]: p for p in log.meta["perturbations"]}
     assert perturbations["obs_noise"]["keys"] == ["achieved_goal", "observation"]
-    assert perturbations["fgsm"]["keys"] == ["observation", "camera"]
+    assert perturbations["fgsm"]["keys"] == ["camera", "observation"]  # in the space's order
     for key in ("observation", "camera"):
         for field in ("linf", "l2"):
             column = log.steps[f"fgsm.{field}[{key}]"].to_numpy()
             assert column.tolist() == [r[f"{field}[{key}]"] for r in records]  # bit for bit
     assert json.loads((tmp_path / "log" / "meta.json").read_text())["perturbations"][1]["keys"] == [
-        "observation",
         "camera",
+        "observation",
     ]
 
 

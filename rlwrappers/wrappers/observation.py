@@ -68,9 +68,7 @@ class ObservationPerturbation(Perturbation):
 
     @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
-        chosen = structure.choose(observation_space, self.keys, self.acts_on, self.name)
-        #: The keys of the entries it acts on, None on a plain space.
-        self.chosen = chosen
+        chosen = self.chosen = structure.choose(observation_space, self.keys, self.acts_on, self.name)
         self._entries: dict[structure.Path, ObservationPerturbation] | None = None
         if chosen is None:
             self.bind_array(env, observation_space, action_space)
