@@ -2,7 +2,7 @@
 # Sets up .venv with the test extras, then runs lint, type and architecture checks and the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh "classic,atari,toybox,mujoco,robotics,minigrid,sb3,zoo,attacks,corruptions,perceptual,multiagent,causal,explain,report,ray,docs,test"
+bash scripts/setup.sh "classic,atari,toybox,mujoco,box2d,robotics,minigrid,sb3,zoo,attacks,corruptions,perceptual,multiagent,causal,explain,report,ray,docs,test"
 # torchattacks only cross-checks the native attacks; its pin on requests~=2.25 would roll back the rest of the
 # environment, so it is installed without its dependencies (torch, numpy and scipy are already there).
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "torchattacks==3.5.1"

@@ -252,6 +252,24 @@ CASES: list[tuple[str, Callable[[], gym.Env], Callable[[gym.Env], gym.Env], dict
         lambda e: rw.RewardNoise(rw.StickyAction(rw.ObservationNoise(e, std=0.1), p=0.2), std=0.2),
         {},
     ),
+    # Box2D (the box2d extra): the channels that need no simulator adapter, and corruptions on CarRacing's pixels
+    *[
+        (f"{spec.split('(')[0]}-{env_id}", make(env_id), lambda e, spec=spec: rw.wrap(e, spec), {"async_vector": False})
+        for env_id, spec in (
+            ("LunarLander-v3", "obs_noise(std=0.05)"),
+            ("LunarLander-v3", "action_noise(p=0.2)"),
+            ("LunarLander-v3", "sticky_action(p=0.25)"),
+            ("LunarLander-v3", "reward_noise(std=0.5)"),
+            ("LunarLanderContinuous-v3", "action_noise(std=0.1, p=0.1)"),
+        )  # not BipedalWalker-v3: its rewards are numpy floats, which SB3's checker refuses unwrapped too
+    ],
+    ("jpeg-CarRacing-v3", make("CarRacing-v3"), lambda e: rw.JPEG(e, quality=30), {"steps": 10, "vector": False}),
+    (
+        "obs_noise-CarRacing-v3",
+        make("CarRacing-v3"),
+        lambda e: rw.ObservationNoise(e, std=4.0),
+        {"steps": 10, "vector": False},
+    ),
     # a registered ID of the catalogue, unwrapped: gym.make builds the perturbation from the registry
     ("catalogue-id", make("rlwrappers/Acrobot-Sticky-v1"), lambda e: e, {"async_vector": False}),
     ("catalogue-id-shifted", make("rlwrappers/Hopper-Shifted-v5"), lambda e: e, {"steps": 40, "vector": False}),
