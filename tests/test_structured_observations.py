@@ -242,6 +242,15 @@ def test_attacks_differentiate_the_chosen_entries_and_record_each_ones_size(env_
     assert env.observation_space.contains(obs)
 
 
+def test_attaching_an_agent_leaves_the_envs_space_generator_alone():
+    env = rw.wrap(gym.make(reach.DICT_ID), "fgsm")
+    space = env.unwrapped.observation_space
+    space.seed(3)
+    state = space.np_random.bit_generator.state
+    rw.attach(env, agent_for(reach.DICT_ID))  # the attack probes the agent's network with a sample of the space
+    assert space.np_random.bit_generator.state == state
+
+
 def test_an_attack_needs_an_agent_that_takes_the_structured_observation():
     env = rw.wrap(gym.make(reach.DICT_ID), "fgsm")
     flat = TorchAgent(torch.nn.Linear(4, 4), gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(4), head="logits")

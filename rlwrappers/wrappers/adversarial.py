@@ -29,6 +29,7 @@ changed: measure flip rates on deterministic agents.
 
 from __future__ import annotations
 
+import copy
 import functools
 import warnings
 from dataclasses import dataclass, field
@@ -422,7 +423,7 @@ class AttackPerturbation(ObservationPerturbation):
         """A network input of one observation inside the space (the middle of a Box; a sample of a structure)."""
         domain = self.domain
         if isinstance(domain, Entries):
-            space = domain.space
+            space = copy.deepcopy(domain.space)  # seeding the env's own space would move its users' samples
             space.seed(0)
             return agent.tensor(structure.stack([space.sample()]))
         torch = require("torch")
