@@ -18,7 +18,7 @@ A batch of structured observations has the structure of one, with a batch of eac
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import gymnasium as gym
@@ -42,6 +42,7 @@ __all__ = [
     "is_structured",
     "keys_of",
     "leaves",
+    "map_entries",
     "path",
     "replace",
     "replace_space",
@@ -302,15 +303,21 @@ def batch_size(batch: Any) -> int:
     return len(batch) if type(batch) is np.ndarray else len(leaves(batch)[0])
 
 
+def map_entries(fn: Callable[[Any], Any], obs: Any) -> Any:
+    """``obs`` with ``fn`` applied to each entry: the same dicts and tuples, nested as they nest."""
+    if type(obs) is not np.ndarray:
+        if isinstance(obs, Mapping):
+            return {key: map_entries(fn, value) for key, value in obs.items()}
+        if isinstance(obs, tuple):
+            return tuple(map_entries(fn, value) for value in obs)
+    return fn(obs)
+
+
 def take(batch: Any, index: Any) -> Any:
     """Item (or items) ``index`` of a batch: ``batch[index]`` for an array, and entry by entry in a structure."""
     if type(batch) is np.ndarray:
         return batch[index]
-    if isinstance(batch, Mapping):
-        return {key: take(value, index) for key, value in batch.items()}
-    if isinstance(batch, tuple):
-        return tuple(take(value, index) for value in batch)
-    return np.asarray(batch)[index]
+    return map_entries(lambda value: np.asarray(value)[index], batch)
 
 
 def equal(a: Any, b: Any) -> bool:

@@ -21,7 +21,7 @@ from rlwrappers._optional import require
 from rlwrappers.agents.protocol import Agent, Outputs
 from rlwrappers.agents.training import Normalization, Training
 from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType
-from rlwrappers.structure import batch_size, take
+from rlwrappers.structure import batch_size, map_entries, take
 
 if TYPE_CHECKING:
     import torch
@@ -288,11 +288,7 @@ def _softmax(scores: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
 
 def _to(x: Any, device: Any) -> Any:
     """A tensor, or a dict or tuple of them (nested), on ``device``."""
-    if isinstance(x, dict):
-        return {key: _to(value, device) for key, value in x.items()}
-    if isinstance(x, tuple):
-        return tuple(_to(value, device) for value in x)
-    return x.to(device)
+    return map_entries(lambda tensor: tensor.to(device), x)
 
 
 def _channel_last_keys(space: gym.Space[Any], policy_space: gym.spaces.Dict) -> tuple[str, ...]:

@@ -155,7 +155,7 @@ class Agent(abc.ABC):
         torch = require("torch", purpose="agent networks")
         if type(obs) is np.ndarray:
             return torch.as_tensor(obs, dtype=torch.float32)
-        return _tensors(torch, obs)
+        return structure.map_entries(lambda value: torch.as_tensor(np.asarray(value), dtype=torch.float32), obs)
 
     def __str__(self) -> str:
         return f"{type(self).__name__}({self.action_space})"
@@ -232,16 +232,6 @@ def _leaves_by_path(batch: Any, name: str) -> list[tuple[str, NDArray[Any]]]:
     if isinstance(batch, tuple):
         return [leaf for i, value in enumerate(batch) for leaf in _leaves_by_path(value, f"{name}[{i}]")]
     return [(name, batch)]
-
-
-def _tensors(torch: Any, obs: Any) -> Any:
-    """A batch as float32 tensors in its own structure: dicts and tuples of them, nested as it nests."""
-    if type(obs) is not np.ndarray:
-        if isinstance(obs, Mapping):
-            return {key: _tensors(torch, value) for key, value in obs.items()}
-        if isinstance(obs, tuple):
-            return tuple(_tensors(torch, value) for value in obs)
-    return torch.as_tensor(np.asarray(obs), dtype=torch.float32)
 
 
 def check_compatible(agent: Agent, env: gym.Env[Any, Any]) -> None:
