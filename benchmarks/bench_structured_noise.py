@@ -4,7 +4,7 @@ Goal-conditioned robotics hands agents ``{"observation", "achieved_goal", ...}``
 cost what the noise on the concatenated vector costs. Both are timed as the wrapper's hook (what a step adds) and
 as whole steps of a wrapped env whose own step only returns its observation, for k = 3 (sizes of FetchPush: 25, 3,
 3), k = 6 entries, and k = 3 larger entries (a 256-ray scan, two 64-vectors). The Dict pays a fixed cost per call
-(about 1.2 us: gathering the entries into one array and handing out views of the result), which is a third of
+(about 1.4 us: gathering the entries into one array and handing out views of the result), which is a third of
 the noise on a short vector and little beside a larger one. Also prints the entry-by-entry path (integer entries
 take it) for comparison, and whole steps of gymnasium-robotics' PointMaze with noise on its Dict against the same
 noise after FlattenObservation (how a user gets one Box of the entries).

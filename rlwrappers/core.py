@@ -157,6 +157,10 @@ class Perturbation:
         return type(self)(**self.params())
 
     # -- binding ----------------------------------------------------------------------------------------
+    def keeps_finite(self) -> bool:
+        """Whether, once bound, its output is finite wherever its input is, so the layer need not check it."""
+        return False
+
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
         """Checks that the perturbation can act on ``env`` with these spaces; raises a typed error if not.
 
@@ -903,7 +907,7 @@ def _output_check(entry: Entry, p: Perturbation, space: gym.Space[Any]) -> Calla
 
     ``space`` is the observation space after the perturbation.
     """
-    if entry.allow_nonfinite:
+    if entry.allow_nonfinite or p.keeps_finite():
         return None
     if p.channel == "observation":
         return _check_for(space)

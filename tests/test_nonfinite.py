@@ -358,6 +358,27 @@ def test_only_perturbed_float_observations_are_checked(monkeypatch: pytest.Monke
     assert steps(rw.wrap(gym.make("CartPole-v1"), "obs_noise(std=0.01)")) == 11  # reset and ten steps
     assert steps(rw.wrap(gym.make("CartPole-v1"), "dynamics_shift(scales={'length': 1.1})")) == 10
     assert steps(rw.wrap(gym.make("CartPole-v1"), "obs_noise(std=0.01)", allow_nonfinite=True)) == 0
+    # Noise clipped to finite bounds cannot leave them (test_clipped_noise_stays_finite): nothing to check.
+    assert steps(rw.ObservationNoise(box_env(-1.0, 1.0), std=0.1)) == 0
+    assert steps(rw.ObservationNoise(box_env(-1.0, 1.0), std=0.1, clip=False)) == 11
+
+
+@pytest.mark.parametrize("dist", ["gaussian", "uniform"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_clipped_noise_stays_finite(dtype: Any, dist: str) -> None:
+    """Why the layer does not check noise clipped to finite bounds: even the largest scale keeps values finite."""
+    largest = float(np.finfo(dtype).max)
+    rng = np.random.default_rng(0)
+    for std in (largest, largest / 3, 1e3, 0.0):
+        space = gym.spaces.Box(np.array([-1.0, -largest, 0.0]), np.array([1.0, largest, 0.0]), (3,), dtype)
+        perturbation = ObservationNoisePerturbation(std=std, dist=dist)
+        perturbation.bind(SpaceEnv(space, ACTIONS), space, ACTIONS)
+        assert perturbation.keeps_finite()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the noise itself overflows to inf, then is clipped
+            at_bounds = [np.array([side, side * largest, 0.0], dtype) for side in (-1.0, 1.0) for _ in range(100)]
+            noisy = [perturbation.observation(obs, rng)[0] for obs in at_bounds]
+        assert np.isfinite(noisy).all()
 
 
 def test_obs_noise_accepts_its_own_limit_on_any_float_box() -> None:

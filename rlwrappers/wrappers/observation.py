@@ -168,6 +168,12 @@ class ObservationNoisePerturbation(ObservationPerturbation):
         self._fused = _FusedNoise.of(self._entries) if self._entries else None  # type: ignore[arg-type]
 
     @override
+    def keeps_finite(self) -> bool:
+        # Clipped to finite bounds, a finite value plus noise (finite, or inf where it overflows) stays finite.
+        parts = self._entries.values() if self._entries else [self]
+        return all(p.clip and bool(np.isfinite(p._low).all() and np.isfinite(p._high).all()) for p in parts)
+
+    @override
     def observation(self, obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
         fused = self._fused
         if fused is not None:
