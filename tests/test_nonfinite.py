@@ -361,6 +361,8 @@ def test_only_perturbed_float_observations_are_checked(monkeypatch: pytest.Monke
     # Noise clipped to finite bounds cannot leave them (test_clipped_noise_stays_finite): nothing to check.
     assert steps(rw.ObservationNoise(box_env(-1.0, 1.0), std=0.1)) == 0
     assert steps(rw.ObservationNoise(box_env(-1.0, 1.0), std=0.1, clip=False)) == 11
+    mixed = SpaceEnv(gym.spaces.Box(-1.0, np.array([1.0, 2.0]), (2,), np.float32), ACTIONS)  # one bound a scalar
+    assert steps(rw.ObservationNoise(mixed, std=0.1)) == 0
 
 
 @pytest.mark.parametrize("dist", ["gaussian", "uniform"])

@@ -171,7 +171,13 @@ class ObservationNoisePerturbation(ObservationPerturbation):
     def keeps_finite(self) -> bool:
         # Clipped to finite bounds, a finite value plus noise (finite, or inf where it overflows) stays finite.
         parts = self._entries.values() if self._entries else [self]
-        return all(p.clip and bool(np.isfinite(p._low).all() and np.isfinite(p._high).all()) for p in parts)
+        return all(
+            isinstance(p, ObservationNoisePerturbation)
+            and p.clip
+            and np.isfinite(p._low).all()
+            and np.isfinite(p._high).all()
+            for p in parts
+        )
 
     @override
     def observation(self, obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
