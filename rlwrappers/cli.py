@@ -127,6 +127,7 @@ def _list_ladders() -> None:
         families = ", ".join(ladder.families)
         returns = f"skill from the random return {ladder.random_return:g} to the reference {ladder.reference_return:g}"
         print(f"  {env_id:<{width}}  {families}; {returns}")
+    print("  any other registered env: a provisional ladder, calibrated on first use (rlwrappers ladder --env ID)")
 
 
 def _list_sets() -> None:
@@ -402,6 +403,7 @@ def _card(args: argparse.Namespace) -> int:
         raise InvalidArgument("`rlwrappers card` needs --env and --agent (or --compare DIR ...)")
     from rlwrappers.studies.robustness_card import robustness_card
 
+    ladder = _card_ladder(args)
     families = args.families.split(",") if args.families else None
     agents = [_files(source, args) for source in args.agent]
     record = robustness_card(
@@ -417,6 +419,7 @@ def _card(args: argparse.Namespace) -> int:
         workers=args.workers,
         backend=args.backend,
         progress=not args.quiet,
+        ladder=ladder,
     )
     overall = record["overall"]
     stars = overall["stars"]
@@ -434,6 +437,79 @@ def _card(args: argparse.Namespace) -> int:
         print(f"  {family['name']:<14} score {family['score']:.3f}  stars {family['stars']}  relative AUSC {area}")
     print(f"Card: {(Path(args.out) / 'card.html').resolve()}")
     return 0
+
+
+def _card_ladder(args: argparse.Namespace) -> Any:
+    """The ladder of ``--env``: shipped, or provisional as ``--reference-return`` and the other options say."""
+    from rlwrappers import ladders
+    from rlwrappers.ladders.provisional import cache_folder
+
+    kwargs = None if args.max_episode_steps is None else {"max_episode_steps": args.max_episode_steps}
+    ladder = ladders.card_ladder(
+        args.env,
+        env_kwargs=kwargs,
+        reference_return=args.reference_return,
+        steps=args.calibration_steps,
+        refresh=args.recalibrate,
+    )
+    if ladder.provisional is not None:
+        absent = "".join(f"\n  no {name}: {why}" for name, why in ladder.provisional["absent"].items())
+        print(
+            f"Provisional ladder of {args.env}, {ladder.provisional['origin']} (SHA-256 {ladder.sha256[:16]},"
+            f" cached in {cache_folder()}): levels in physical units, without reference agents.{absent}",
+            file=sys.stderr if getattr(args, "json", False) else sys.stdout,  # --json prints the file alone
+        )
+    return ladder
+
+
+def _ladder(args: argparse.Namespace) -> int:
+    from rlwrappers.ladders.calibration import DIRECTORY, file_name
+    from rlwrappers.ladders.provisional import cache_folder
+
+    ladder = _card_ladder(args)
+    if args.json:
+        if ladder.provisional is not None:
+            path = cache_folder() / f"{ladder.sha256}.json"
+        else:
+            path = DIRECTORY / ladder.version / file_name(ladder.env_id)
+        print(path.read_text(encoding="utf-8"), end="")
+        return 0
+    reference = ladder.reference or {}
+    print(f"{ladder.env_id} ({ladder.version}, SHA-256 {ladder.sha256}), {ladder.kind} observations")
+    print(f"  skill 0: the random return {ladder.random_return:g}; skill 1: {ladder.reference_return:g}")
+    print(f"    ({reference.get('source', '')})")
+    print("  levels 1 to 5 of each family (and sub-family):")
+    for name, family in ladder.families.items():
+        arms = ladder.arms([name])
+        for sub in dict.fromkeys(arm.sub_family for arm in arms):
+            part = family if sub is None else family["sub_families"][sub]
+            how = (part.get("calibration") or family.get("calibration") or {}).get("by", "constants")
+            title = name if sub is None else f"{name}.{sub}"
+            print(f"  {title} (by {how}) {_levels_summary([arm for arm in arms if arm.sub_family == sub])}")
+    r = ladder.recovery
+    print(f"  recovery: level-4 noise for steps {r.start} to {r.stop}; window {r.window}, horizon {r.horizon}")
+    return 0
+
+
+def _levels_summary(arms: Sequence[Any]) -> str:
+    """A family's levels in short: the parameters that change from level to level, each level's value in turn."""
+    entries = [arm.entries[0] for arm in arms]
+    first = entries[0]
+    changing = [key for key in first if any(entry.get(key) != first[key] for entry in entries)]
+    name = first["name"]
+    return f"{name}: " + "; ".join(f"{key} = " + ", ".join(_short(e[key]) for e in entries) for key in changing)
+
+
+def _short(value: Any) -> str:
+    """A parameter in short: floats to four significant digits, lists of more than three values cut."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        shown = [_short(v) for v in value[:3]]
+        return f"[{', '.join(shown)}{f', ... ({len(value)} values)' if len(value) > 3 else ''}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in value.items()) + "}"
+    return repr(value)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -906,6 +982,23 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     card.add_argument("--workers", type=int, default=None, help="worker processes (default: CPU cores)")
     card.add_argument("--quiet", action="store_true", help="no progress bar")
     card.add_argument("--compare", nargs="+", metavar="DIR", help="finished card folders to rank on one page")
+    _provisional_arguments(card)
+
+    ladder = commands.add_parser(
+        "ladder",
+        help="the severity ladder a card of an env plays: shipped, or provisional (calibrated on first use, cached)",
+        description=textwrap.dedent(
+            """\
+            Shows the ladder `rlwrappers card --env ID` plays: the shipped one (rlwrappers list ladders), or for
+            any other registered Gymnasium ID a provisional one, calibrated on first use by a random policy with
+            written rules (docs/card.md) and cached in the user's cache folder under the SHA-256 of its file.
+            ID may read module:ID, to import the module that registers it."""
+        ),
+        formatter_class=raw,
+    )
+    ladder.add_argument("--env", required=True, help="a Gymnasium ID, e.g. Acrobot-v1 or my_package:MyEnv-v0")
+    ladder.add_argument("--json", action="store_true", help="print the ladder's file instead of a summary")
+    _provisional_arguments(ladder)
 
     robustness = commands.add_parser(
         "robustness",
@@ -994,6 +1087,21 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     return parser, listing
 
 
+def _provisional_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a provisional ladder (an env without a shipped one)."""
+    group = parser.add_argument_group("provisional ladders (an env without a shipped ladder)")
+    group.add_argument(
+        "--reference-return", type=float, help="the return of skill 1 (default: the env's reward_threshold)"
+    )
+    group.add_argument(
+        "--max-episode-steps", type=int, help="gym.make's max_episode_steps, for an env whose episodes never end"
+    )
+    group.add_argument(
+        "--calibration-steps", type=int, help="the random policy's steps (default: 10,000), more if few episodes end"
+    )
+    group.add_argument("--recalibrate", action="store_true", help="calibrate again, even where the cache holds it")
+
+
 def _interrupted(args: argparse.Namespace, stop: KeyboardInterrupt) -> int:
     """Says what an interrupted command kept; returns the shell's status for the signal (130 for SIGINT)."""
     signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
@@ -1022,6 +1130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "robustness": _robustness,
         "worst-case": _worst_case,
         "card": _card,
+        "ladder": _ladder,
         "explain": _explain,
     }
     try:

@@ -11,6 +11,7 @@ import difflib
 from collections.abc import Iterable
 
 __all__ = [
+    "CannotCalibrate",
     "Error",
     "IncompatibleSpace",
     "InvalidArgument",
@@ -63,6 +64,10 @@ class StateNotSettable(Error, TypeError):
 
 class MissingExtra(Error, ImportError):
     """An optional dependency is not installed; the message names the extra that provides it."""
+
+
+class CannotCalibrate(Error, ValueError):
+    """An env cannot be given a provisional ladder; the message says why and which option would fix it."""
 
 
 class LogError(Error, OSError):

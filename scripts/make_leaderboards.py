@@ -86,8 +86,11 @@ def board(env_id: str) -> Path:
 def make(env_id: str, work: Path, workers: int | None) -> Path:
     """Makes ``env_id``'s method cards (resuming) and its leaderboard; returns the leaderboard's path."""
     import rlwrappers as rw
+    from rlwrappers import ladders
     from rlwrappers.report.card import write_robustness_leaderboard
 
+    if env_id not in ladders.ladders():  # a provisional ladder's cards never reach the shipped boards
+        raise SystemExit(f"{env_id} has no shipped {ladders.LADDER} ladder; its cards are provisional")
     folders = []
     for name, agent in METHODS[env_id].items():
         if agent.endswith(".zip") and not Path(agent).exists():

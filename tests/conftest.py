@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from rlwrappers.ladders.provisional import CACHE_VARIABLE
 from rlwrappers.registration import REGISTERED_VAR
 
 
@@ -31,3 +32,15 @@ def _sb3_logs_stay_in_the_tests_temporary_folder(tmp_path_factory: pytest.TempPa
         os.environ.pop("SB3_LOGDIR", None)
     else:
         os.environ["SB3_LOGDIR"] = before
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _provisional_ladders_stay_in_the_tests_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Provisional ladders are cached in the user's cache folder: the tests keep theirs apart."""
+    before = os.environ.get(CACHE_VARIABLE)
+    os.environ[CACHE_VARIABLE] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if before is None:
+        os.environ.pop(CACHE_VARIABLE, None)
+    else:
+        os.environ[CACHE_VARIABLE] = before

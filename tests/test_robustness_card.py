@@ -120,8 +120,11 @@ def test_exact_cards_agree_across_worker_counts(tmp_path: Path) -> None:
 
 
 def test_bad_requests_are_refused_before_any_run(tmp_path: Path) -> None:
-    with pytest.raises(UnknownName, match="has no card-v2 ladder"):
+    with pytest.raises(UnknownName, match="not a registered Gymnasium ID"):
+        robustness_card("ppo-CartPole-v1", "MountainCart-v0", out=tmp_path / "a", **SMALL)
+    with pytest.raises(IncompatibleSpace, match="does not match the env's Discrete"):  # a provisional ladder's env
         robustness_card("ppo-CartPole-v1", "MountainCar-v0", out=tmp_path / "a", **SMALL)
+    assert not list((tmp_path / "a").rglob("*.parquet"))
     with pytest.raises(UnknownName, match=r"`mode` must be one of \['fast', 'exact'\], received 'quick'"):
         robustness_card("ppo-CartPole-v1", "CartPole-v1", out=tmp_path / "b", mode="quick")
     with pytest.raises(InvalidArgument, match=r"`seeds` must be >= 1, received 0"):
@@ -161,8 +164,9 @@ def test_list_names_every_ladder(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["list", "ladders"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("Severity ladders (card-v2")
-    lines = printed.splitlines()[1:]
+    *lines, other = printed.splitlines()[1:]
     assert [line.split()[0] for line in lines] == ladders.ladders()
+    assert other.strip().startswith("any other registered env: a provisional ladder")
     assert len({line.index(line.split()[1]) for line in lines}) == 1  # the families line up in one column
     assert "rlwrappers/Catch-v0" in printed and "corruptions" in printed
 

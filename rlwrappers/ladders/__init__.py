@@ -18,7 +18,9 @@ for :func:`rlwrappers.evaluate`), so the shifts act on the agent's input. The ca
 way (:func:`rlwrappers.ladders.calibration.make_env`).
 
 Version ``card-v2`` (:data:`LADDER`) has ladders for CartPole-v1, Pendulum-v1, Hopper-v5, rlwrappers/Catch-v0,
-BreakoutNoFrameskip-v4 and rlwrappers/ToyboxBreakout-v0. Its constants live in :mod:`rlwrappers.ladders.definition`.
+BreakoutNoFrameskip-v4 and rlwrappers/ToyboxBreakout-v0. Any other registered env gets a provisional ladder,
+calibrated on first use and cached (:func:`provisional_ladder`, :mod:`rlwrappers.ladders.provisional`);
+:func:`card_ladder` gives the one a card plays. Its constants live in :mod:`rlwrappers.ladders.definition`.
 The files of ``card-v1`` (:data:`EARLIER`), which have the same levels but no reference return, still ship and
 read (``ladder(env_id, "card-v1")``), so that card-v1 cards compare among themselves.
 
@@ -158,6 +160,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -167,8 +170,18 @@ from typing import Any
 
 from rlwrappers.error import InvalidArgument, InvalidType, UnknownName, did_you_mean
 from rlwrappers.ladders.calibration import DIRECTORY, calibrate, file_name, to_json, write
-from rlwrappers.ladders.definition import CORRUPTIONS, EARLIER, FAMILIES, LADDER, LEVELS, PREPROCESSING, Family
+from rlwrappers.ladders.definition import (
+    CALIBRATION_STEPS,
+    CORRUPTIONS,
+    EARLIER,
+    FAMILIES,
+    LADDER,
+    LEVELS,
+    PREPROCESSING,
+    Family,
+)
 from rlwrappers.ladders.preprocessing import preprocessing_wrappers
+from rlwrappers.ladders.provisional import provisional_file
 
 __all__ = [
     "CORRUPTIONS",
@@ -183,10 +196,12 @@ __all__ = [
     "LadderIntervention",
     "Recovery",
     "calibrate",
+    "card_ladder",
     "file_name",
     "ladder",
     "ladders",
     "preprocessing_wrappers",
+    "provisional_ladder",
     "to_json",
     "versions",
     "write",
@@ -266,6 +281,10 @@ class Ladder:
             "protocol"}``); None in card-v1 files, which grade loss only.
         random: the random return's source and protocol, as ``reference`` (None in card-v1 files).
         reference_agents: the vanilla agents the ranges are calibrated on, each ``{"name", "sha256"}``.
+        provisional: None for a ladder calibrated on its reference agents; else ``{"origin", "rules", "absent"}``:
+            how it was made without them (:mod:`rlwrappers.ladders.provisional`), and each family it lacks, with
+            the reason.
+        sha256: the SHA-256 of the ladder's file text (:func:`to_json`): cards compare only under one.
     """
 
     version: str
@@ -281,6 +300,8 @@ class Ladder:
     reference: Mapping[str, Any] | None = None
     random: Mapping[str, Any] | None = None
     reference_agents: tuple[Mapping[str, Any], ...] = ()
+    provisional: Mapping[str, Any] | None = None
+    sha256: str = ""
 
     @property
     def reference_return(self) -> float | None:
@@ -344,6 +365,8 @@ class Ladder:
             reference=copy.deepcopy(data.get("reference")),
             random=copy.deepcopy(data.get("random")),
             reference_agents=tuple(copy.deepcopy(list(data.get("reference_agents", [])))),
+            provisional=copy.deepcopy(data.get("provisional")),
+            sha256=hashlib.sha256(to_json(data).encode()).hexdigest(),
         )
 
     @classmethod
@@ -462,3 +485,65 @@ def ladder(env_id: str, version: str = LADDER) -> Ladder:
             + did_you_mean(env_id, found)
         )
     return Ladder.from_dict(found[env_id])  # a copy: callers cannot change the ladder others read
+
+
+def provisional_ladder(
+    env_id: str,
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    reference_return: float | None = None,
+    steps: int = CALIBRATION_STEPS,
+    refresh: bool = False,
+) -> Ladder:
+    """The provisional ladder of ``env_id``, calibrated on first use and cached (:mod:`rlwrappers.ladders.provisional`).
+
+    Args:
+        env_id: a registered Gymnasium ID, or ``"module:ID"`` to import the module that registers it.
+        env_kwargs: ``gym.make``'s keyword arguments for the env (JSON values), e.g. ``{"max_episode_steps": 500}``.
+        reference_return: the return of skill 1 (default: the env's ``spec.reward_threshold``).
+        steps: the random policy's steps.
+        refresh: calibrate again even where the cache holds the ladder.
+
+    Raises:
+        UnknownName: ``env_id`` is not registered (with a suggestion).
+        CannotCalibrate: the env has no reference return, its episodes never end under the random policy, or
+            its spaces are not supported; the message names the option that fixes it.
+    """
+    return Ladder.from_dict(
+        provisional_file(env_id, env_kwargs=env_kwargs, reference_return=reference_return, steps=steps, refresh=refresh)
+    )
+
+
+def card_ladder(
+    env_id: str,
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    reference_return: float | None = None,
+    steps: int | None = None,
+    refresh: bool = False,
+) -> Ladder:
+    """The ladder a card of ``env_id`` plays: the shipped one of the current version, else a provisional one.
+
+    A provisional ladder is calibrated on first use and cached (:func:`provisional_ladder`, which takes the other
+    arguments). A shipped ladder fixes its env and its reference.
+
+    Raises:
+        InvalidArgument: an argument but ``env_id`` given for an env with a shipped ladder.
+        CannotCalibrate: see :func:`provisional_ladder`.
+    """
+    if isinstance(env_id, str) and env_id in _read_all(LADDER):
+        given = {"env_kwargs": env_kwargs, "reference_return": reference_return, "steps": steps}
+        given["refresh"] = refresh or None
+        named = [name for name, value in given.items() if value is not None]
+        if named:
+            raise InvalidArgument(
+                f"{env_id} has a shipped {LADDER} ladder, which fixes its env and reference return; drop {named}"
+            )
+        return ladder(env_id)
+    return provisional_ladder(
+        env_id,
+        env_kwargs=env_kwargs,
+        reference_return=reference_return,
+        steps=CALIBRATION_STEPS if steps is None else steps,
+        refresh=refresh,
+    )

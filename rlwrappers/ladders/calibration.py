@@ -42,12 +42,15 @@ __all__ = [
     "Scales",
     "calibrate",
     "effects_path",
+    "family_record",
     "env_kind",
     "env_scales",
     "file_name",
     "make_env",
     "measure",
     "read_effects",
+    "recovery_record",
+    "reference_record",
     "reference_agent",
     "top_of",
     "to_json",
@@ -138,19 +141,35 @@ class Measurement:
     state_std: list[float] | None
     random_return: float
     episodes: int
+    #: The most steps an episode took (0 where none ended).
+    longest: int = 0
 
 
-def measure(env_id: str, steps: int = card.CALIBRATION_STEPS, seed: int = card.CALIBRATION_SEED) -> Measurement:
+def measure(
+    env_id: str,
+    steps: int = card.CALIBRATION_STEPS,
+    seed: int = card.CALIBRATION_SEED,
+    *,
+    env: gym.Env[Any, Any] | None = None,
+    state: bool = True,
+) -> Measurement:
     """Plays ``steps`` uniform-random steps of ``env_id`` (built by :func:`make_env`) and measures it.
 
     ``action_space.seed(seed)``, and episode ``i`` (from 0) resets with ``seed + i``. The standard deviations
     are over every observation (and state) seen, those after each reset included; the return is the mean over
-    the episodes that ended (terminated or truncated) within ``steps``.
+    the episodes that ended (terminated or truncated) within ``steps``, NaN where none did.
+
+    Args:
+        env_id: the env's ID.
+        steps: the random policy's steps.
+        seed: the first seed.
+        env: the env to play, built already (it is closed after); default ``make_env(env_id)``.
+        state: measure the simulator's state too (vector envs; ``False`` for an env whose state cannot be read).
     """
-    env = make_env(env_id)
+    env = make_env(env_id) if env is None else env
     try:
         vector = env_kind(env) == "vector"
-        sim = simulator(env, purpose="the ladder's calibration") if vector else None
+        sim = simulator(env, purpose="the ladder's calibration") if vector and state else None
         env.action_space.seed(seed)
         observations: list[NDArray[np.float64]] = []
         states: list[NDArray[np.float64]] = []
@@ -161,15 +180,15 @@ def measure(env_id: str, steps: int = card.CALIBRATION_STEPS, seed: int = card.C
             if sim is not None:
                 states.append(sim.get_state())
 
-        episode, total, returns = 0, 0.0, []
+        episode, total, length, longest, returns = 0, 0.0, 0, 0, []
         seen(env.reset(seed=seed)[0])
         for t in range(steps):
             obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
-            total += float(reward)
+            total, length = total + float(reward), length + 1
             seen(obs)
             if terminated or truncated:
                 returns.append(total)
-                episode, total = episode + 1, 0.0
+                episode, total, longest, length = episode + 1, 0.0, max(longest, length), 0
                 if t + 1 < steps:
                     seen(env.reset(seed=seed + episode)[0])
     finally:
@@ -177,8 +196,9 @@ def measure(env_id: str, steps: int = card.CALIBRATION_STEPS, seed: int = card.C
     return Measurement(
         _std(np.stack(observations)) if vector else None,
         _std(np.stack(states)) if states else None,
-        _measured(math.fsum(returns) / len(returns)),
+        _measured(math.fsum(returns) / len(returns)) if returns else math.nan,
         len(returns),
+        longest,
     )
 
 
@@ -283,7 +303,7 @@ _CONSTANTS: Final[Mapping[str, Sequence[float]]] = {
 }
 
 
-def _family(scales: Scales, name: str, effects: Mapping[str, Effect]) -> dict[str, Any]:
+def family_record(scales: Scales, name: str, effects: Mapping[str, Effect]) -> dict[str, Any]:
     """A family's entry in the ladder file: its levels by effect where measured, else card-v1's."""
     family = card.FAMILIES[name]
     kind = ("discrete" if scales.discrete else "box") if name == "action_noise" else scales.kind
@@ -381,8 +401,8 @@ def _dynamics_entry(env_id: str, t: float) -> dict[str, Any]:
     return _entry("dynamics_shift", values=values, resample="episode")
 
 
-def _recovery(env_id: str, obs_noise: Sequence[list[dict[str, Any]]]) -> dict[str, Any]:
-    w = card.RECOVERY[env_id]
+def recovery_record(w: card.RecoveryWindow, obs_noise: Sequence[list[dict[str, Any]]]) -> dict[str, Any]:
+    """The recovery test of a ladder file: the observation noise of :data:`RECOVERY_LEVEL` during the window."""
     shift = dict(obs_noise[card.RECOVERY_LEVEL - 1][0])
     shift["when"] = f'window(start={w.start}, stop={w.stop}, unit="step")'
     entry = json.loads(json.dumps(Entry.parse(shift).to_dict()))
@@ -462,7 +482,7 @@ def calibrate(env_id: str, effects: str | os.PathLike[str] | None = None) -> dic
     scales = env_scales(env_id)
     measured = read_effects(card.EFFECTS_FROM.get(env_id, env_id), effects)
     names = [name for name in card.FAMILIES if scales.kind in FAMILY_KINDS[name]]
-    families = {name: _family(scales, name, measured) for name in names}
+    families = {name: family_record(scales, name, measured) for name in names}
     m = scales.measurement
     obs_noise = families["obs_noise"]["levels"]
     published = card.PUBLISHED_RANDOM.get(env_id)
@@ -489,11 +509,11 @@ def calibrate(env_id: str, effects: str | os.PathLike[str] | None = None) -> dic
             "random_return": m.random_return,
         },
         "random_return": random.value,
-        "random": _reference(random),
-        "reference": _reference(card.REFERENCES[env_id]),
+        "random": reference_record(random),
+        "reference": reference_record(card.REFERENCES[env_id]),
         "reference_agents": [reference_agent(agent) for agent in card.REFERENCE_AGENTS[env_id]],
         "families": families,
-        "recovery": _recovery(env_id, obs_noise),
+        "recovery": recovery_record(card.RECOVERY[env_id], obs_noise),
         "interventions": _interventions(env_id),
     }
     protocol = read_effects_protocol(card.EFFECTS_FROM.get(env_id, env_id), effects)
@@ -502,7 +522,8 @@ def calibrate(env_id: str, effects: str | os.PathLike[str] | None = None) -> dic
     return record
 
 
-def _reference(reference: card.Reference) -> dict[str, Any]:
+def reference_record(reference: card.Reference) -> dict[str, Any]:
+    """A reference return as a ladder file writes it: ``{"return", "source", "protocol"}``."""
     return {"return": reference.value, "source": reference.source, "protocol": reference.protocol}
 
 

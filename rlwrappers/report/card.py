@@ -48,7 +48,7 @@ import numpy as np
 
 from rlwrappers._optional import require
 from rlwrappers.agents.training import describe
-from rlwrappers.error import InvalidArgument, InvalidType, MissingFile
+from rlwrappers.error import Error, InvalidArgument, InvalidType, MissingFile
 from rlwrappers.metrics.card import STAR_THRESHOLDS, TOLERATED
 from rlwrappers.metrics.grade import FAMILY_STARS, SCORE_STARS
 from rlwrappers.report.html import figures_html, html_page
@@ -570,6 +570,22 @@ def _skill_rating_html(record: Mapping[str, Any]) -> str:
     return f'{head}{chances}{said}<p class="note">{rule}</p>\n</section>\n'
 
 
+def _ladder_html(record: Mapping[str, Any]) -> str:
+    """The ladder's version and hash, and whether it is provisional (calibrated without reference agents)."""
+    shown = f"<code>{_e(record['ladder'])}</code>"
+    digest = record.get("ladder_sha256")
+    if digest:
+        shown += f", SHA-256 <code>{_e(digest[:16])}</code>"
+    provisional = record.get("provisional")
+    if provisional is not None:
+        absent = "; ".join(f"no {name}: {why}" for name, why in provisional["absent"].items())
+        shown += (
+            f" <b>provisional ladder, {_e(provisional['origin'])}</b> (rules {_e(provisional['rules'])}: levels in"
+            f" physical units, without reference agents{'; ' + _e(absent) if absent else ''})"
+        )
+    return shown + " (cards compare only under one ladder and one env)"
+
+
 def _facts_html(record: Mapping[str, Any]) -> str:
     agent, settings, clean = record["agent"], record["settings"], record["clean"]
     digits = _return_digits(_returns(record))
@@ -581,7 +597,7 @@ def _facts_html(record: Mapping[str, Any]) -> str:
         ("detail", _e(agent["detail"])),
         *((("played behind", _e(describe(record["agent_preprocessing"]))),) if "agent_preprocessing" in record else ()),
         ("env", f"<code>{_e(record['env_id'])}</code>"),
-        ("severity ladder", f"<code>{_e(record['ladder'])}</code> (cards compare only within one ladder and one env)"),
+        ("severity ladder", _ladder_html(record)),
         ("rlwrappers", _e(record["package_version"])),
         ("card format", f"{_e(record['format'])} version {_e(record['format_version'])}"),
         (
@@ -1164,15 +1180,32 @@ role="img" aria-label="{words}">
 
 
 def _same(records: Sequence[Mapping[str, Any]], labels: Sequence[str], argument: str) -> None:
-    """Refuses cards of different envs or ladder versions, naming the two that differ."""
-    for key, what in (("env_id", "env"), ("ladder", "ladder version")):
-        first = records[0][key]
-        for label, record in zip(labels, records, strict=True):
-            if record[key] != first:
+    """Refuses cards of different envs, ladder versions or ladders (their hash), naming the two that differ."""
+    digests = [_ladder_digest(record) for record in records]
+    for key, what, values in (
+        ("env_id", "env", [record["env_id"] for record in records]),
+        ("ladder", "ladder version", [record["ladder"] for record in records]),
+        ("ladder_sha256", "ladder", digests),
+    ):
+        first = values[0]
+        for label, value in zip(labels, values, strict=True):
+            if value != first:
                 raise InvalidArgument(
                     f"`{argument}` must be robustness cards of one {what}: {labels[0]} has {key} {first!r} but"
-                    f" {label} has {record[key]!r}; cards compare only within one env and one ladder version"
+                    f" {label} has {value!r}; cards compare only within one env and one ladder (version and hash)"
                 )
+
+
+def _ladder_digest(record: Mapping[str, Any]) -> str | None:
+    """A card's ladder hash; a card made before cards recorded it used its version's shipped ladder."""
+    if "ladder_sha256" in record:
+        return str(record["ladder_sha256"])
+    from rlwrappers import ladders
+
+    try:
+        return ladders.ladder(record["env_id"], record["ladder"]).sha256
+    except Error:
+        return None
 
 
 def _ranking(records: Sequence[Mapping[str, Any]]) -> list[tuple[int | None, int]]:

@@ -39,7 +39,7 @@ from rlwrappers import ladders as ladders_module
 from rlwrappers._version import __version__
 from rlwrappers.agents.files import script_source
 from rlwrappers.core import Entry, attach
-from rlwrappers.error import InvalidArgument, InvalidType, MissingExtra
+from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType, MissingExtra
 from rlwrappers.ladders.calibration import require_env
 from rlwrappers.logs import read_log
 from rlwrappers.logs.reader import read_episodes, read_meta
@@ -83,6 +83,7 @@ def robustness_card(
     backend: str = "local",
     start_method: str | None = None,
     progress: bool = True,
+    ladder: ladders_module.Ladder | None = None,
 ) -> dict[str, Any]:
     """Grades ``agent`` on ``env_id`` under the families of shift of its ladder, writes the card, returns its record.
 
@@ -90,7 +91,9 @@ def robustness_card(
         agent: a zoo name (``NAME`` or ``NAME@SEED``), an SB3 zip path (trusted files only), an RL Zoo folder,
             ``FILE.py:FUNCTION``, or an :class:`~rlwrappers.agents.Agent`; or a training method's trained agents,
             ``NAME@0,1,2`` or a list of any of these (:func:`training_runs`).
-        env_id: an env with a ladder (:func:`rlwrappers.ladders.ladders` lists them).
+        env_id: an env with a shipped ladder (:func:`rlwrappers.ladders.ladders` lists them), or any other
+            registered Gymnasium ID, whose provisional ladder is calibrated on first use and cached
+            (:mod:`rlwrappers.ladders.provisional`).
         out: the card's folder; an interrupted card there resumes.
         families: run only these families (the card then has no overall rating); default: all of the ladder's.
         seeds: run seeds 0 .. seeds - 1, for every arm.
@@ -104,8 +107,15 @@ def robustness_card(
         start_method: how local workers start (:class:`~rlwrappers.studies.design.Execution`); "spawn" for an
             agent on a GPU, which a forked worker cannot use.
         progress: show a progress bar.
+        ladder: the ladder to play (default: :func:`rlwrappers.ladders.card_ladder`'s for ``env_id``), e.g. a
+            provisional one with its own reference return (:func:`rlwrappers.ladders.provisional_ladder`).
     """
-    ladder = ladders_module.ladder(env_id)
+    if ladder is None:
+        ladder = ladders_module.card_ladder(env_id)
+    elif not isinstance(ladder, ladders_module.Ladder):
+        raise InvalidType(f"`ladder` must be a rlwrappers.ladders.Ladder, received {ladder!r}")
+    elif ladder.env_id != env_id:
+        raise InvalidArgument(f"`ladder` is {ladder.env_id!r}'s, and the card's env is {env_id!r}")
     require_env(env_id)
     if episodes is None:
         episodes = ATARI_GAMES if ladder.preprocessing == "atari-games" else EPISODES
@@ -253,7 +263,10 @@ def episode_frames(
     path, steps = evaluation.logged_episode(shift, seed, episode)
     probe, _ = EnvRecipe.of(settings, shift, stack, evaluation.agent_name).build()
     image = _is_image(probe.observation_space)
+    renders = "rgb_array" in (probe.unwrapped.metadata.get("render_modes") or ())
     probe.close()
+    if not (image or renders):
+        raise IncompatibleSpace(f"{settings.env_id} neither shows pictures nor renders rgb_array frames")
     if not image:
         settings = replace(settings, env_kwargs={**settings.env_kwargs, "render_mode": "rgb_array"})
     env, _ = EnvRecipe.of(settings, shift, stack, evaluation.agent_name).build()
@@ -313,7 +326,7 @@ def _frames(
             "worst": episode_frames(agent, evaluation, shift, seed, episode, stack),
             "worst_label": f"{shift}, seed {seed}, episode {episode}",
         }
-    except MissingExtra as error:
+    except (MissingExtra, IncompatibleSpace) as error:
         warnings.warn(f"the card shows no episodes: {error}", UserWarning, stacklevel=3)
         return None
 
@@ -628,7 +641,10 @@ def _record(
         if complete
         else [],
     }
-    if trained is not None:  # only then, so that other cards keep their keys
+    record["ladder_sha256"] = ladder.sha256
+    if ladder.provisional is not None:  # only then, so that other cards keep their keys
+        record["provisional"] = dict(ladder.provisional)
+    if trained is not None:
         record["agent_preprocessing"] = trained
     if len(runs) > 1:  # a training method: each trained agent's own grade, beside the method's
         record["runs"] = [
