@@ -30,6 +30,9 @@ EXTRAS: dict[str, str] = {
     "yaml": "sb3",
     "statsmodels": "causal",
     "scipy": "causal",
+    "minigrid": "minigrid",
+    "gymnasium_robotics": "robotics",
+    "Box2D": "box2d",
 }
 
 

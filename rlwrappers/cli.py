@@ -99,7 +99,7 @@ def _list(parts: Sequence[str]) -> None:
             seeds = ",".join(sorted(card["seeds"], key=int))
             clean = [entry["returns"]["clean"]["mean"] for entry in card["seeds"].values()]
             trained = card["trained_under"] or "clean env"
-            print(f"  {name:<32} seeds {seeds:<6} trained on {trained}; clean return {sum(clean) / len(clean):.1f}")
+            print(f"  {name:<32} seeds {seeds:<6} trained on {trained}; clean return {sum(clean) / len(clean):.4g}")
     for part, show in (("sets", _list_sets), ("teams", _list_teams), ("ladders", _list_ladders)):
         if part in parts:
             show()
@@ -120,14 +120,24 @@ def _list_teams() -> None:
 def _list_ladders() -> None:
     from rlwrappers import ladders
 
-    print(f"Severity ladders ({ladders.LADDER}; `rlwrappers card --env ID`), each env's families:")
-    width = max(len(env_id) for env_id in ladders.ladders())
-    for env_id in ladders.ladders():
-        ladder = ladders.ladder(env_id)
-        families = ", ".join(ladder.families)
-        returns = f"skill from the random return {ladder.random_return:g} to the reference {ladder.reference_return:g}"
-        print(f"  {env_id:<{width}}  {families}; {returns}")
-    print("  any other registered env: a provisional ladder, calibrated on first use (rlwrappers ladder --env ID)")
+    shipped = ladders.ladders()
+    width = max(len(env_id) for env_id in shipped)
+    print(f"Severity ladders ({ladders.LADDER}; `rlwrappers card --env ID`), by suite, each env's families:")
+    for suite in ladders.SUITES:
+        try:
+            envs = [env_id for env_id in ladders.suite_envs(suite) if env_id in shipped]
+        except Error as exc:  # a suite whose package is missing lists no envs here
+            print(f"{suite}: {exc}")
+            continue
+        print(f"{suite} ({len(envs)}):")
+        for env_id in envs:
+            ladder = ladders.ladder(env_id)
+            families = ", ".join(ladder.families)
+            reference = "none stated" if ladder.reference_return is None else f"{ladder.reference_return:g}"
+            how = "provisional" if ladder.provisional else "levels by the reference agents' effect"
+            returns = f"skill from the random return {ladder.random_return:g} to the reference {reference}"
+            print(f"  {env_id:<{width}}  {families}; {returns}; {how}")
+    print("any other registered env: a provisional ladder, calibrated on first use (rlwrappers ladder --env ID)")
 
 
 def _list_sets() -> None:

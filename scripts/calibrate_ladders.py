@@ -2,6 +2,7 @@
 
     python scripts/calibrate_ladders.py                       # every env's file, from the measured effects
     python scripts/calibrate_ladders.py CartPole-v1           # one env
+    python scripts/calibrate_ladders.py --suite mujoco        # one suite (prints each env's seconds)
     python scripts/calibrate_ladders.py --out /tmp/x          # elsewhere, e.g. to compare
     python scripts/calibrate_ladders.py --measure CartPole-v1 # play the reference agents first (minutes)
     python scripts/calibrate_ladders.py --measure BreakoutNoFrameskip-v4 --agents-dir ../shared/agents
@@ -23,11 +24,14 @@ import argparse
 import json
 import sys
 import tempfile
+import time
+from pathlib import Path
 from typing import Any
 
 import rlwrappers.envs  # noqa: F401  (registers rlwrappers/Catch-v0)
 
-from rlwrappers.ladders import LADDER, ladder, write
+from rlwrappers.ladders import LADDER, SUITES, ladder, suite_envs, write
+from rlwrappers.ladders.calibration import DIRECTORY, file_name
 from rlwrappers.ladders.definition import EFFECTS_FROM, ENVS
 
 
@@ -98,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     """Measures effects where asked, writes the files, prints what it wrote; returns 0."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "env_ids", nargs="*", help=f"the envs to calibrate (default: all of {LADDER}: {', '.join(ENVS)})"
+        "env_ids", nargs="*", help=f"the envs to calibrate (default: every env of every {LADDER} suite)"
+    )
+    parser.add_argument(
+        "--suite", action="append", choices=list(SUITES), help="every env of this suite (repeat for several)"
     )
     parser.add_argument("--out", default=None, help=f"the folder to write to (default: rlwrappers/ladders/{LADDER})")
     parser.add_argument("--measure", action="store_true", help="measure the families' effects first (minutes)")
@@ -111,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.table:
         print(table())
         return 0
-    env_ids = args.env_ids or list(ENVS)
+    env_ids = args.env_ids or [env_id for suite in args.suite or SUITES for env_id in suite_envs(suite)]
     if args.measure:
         from rlwrappers.studies.ladder_effects import measure_effects, write_effects
 
@@ -124,15 +131,23 @@ def main(argv: list[str] | None = None) -> int:
             out = f"{work}/{env_id.replace('/', '-')}"
             effects = measure_effects(env_id, out=out, keys=keys, agents_dir=args.agents_dir, workers=args.workers)
             print(f"measured {env_id}: {write_effects(env_id, effects, directory=args.out)}")
-    for path in write(args.out, env_ids):
+    started = time.perf_counter()
+
+    def wrote(env_id: str, seconds: float) -> None:
+        path = Path(args.out or DIRECTORY / LADDER) / file_name(env_id)
         data = json.loads(path.read_text(encoding="utf-8"))
-        calibration = data["calibration"]
+        calibration, reference = data["calibration"], data["reference"]
         print(
-            f"wrote {path}: random_return={data['random_return']!r} (measured"
+            f"wrote {path} in {seconds:.1f} s: random_return={data['random_return']!r} (measured"
             f" {calibration['random_return']!r} over {calibration['random_episodes']} episodes),"
-            f" reference_return={data['reference']['return']!r}"
+            f" reference_return={reference['return'] if reference else 'none stated'!r}",
+            flush=True,
         )
-        report(data)
+        if env_id in ENVS:  # the envs whose levels their reference agents chose
+            report(data)
+
+    write(args.out, env_ids, progress=wrote)
+    print(f"{len(env_ids)} ladders in {time.perf_counter() - started:.0f} s")
     return 0
 
 

@@ -123,8 +123,8 @@ def test_units_take_a_floor_from_the_declared_range_where_the_random_policy_bare
     assert calibration["obs_std"] == pytest.approx((RANGE_FLOOR * ranges).tolist(), rel=1e-5)
     noise = ladder.arms("obs_noise")[0].entries[0]["std"]
     assert noise == pytest.approx([0.05 * u for u in calibration["obs_std"]])
-    pendulum = provisional_ladder("Acrobot-v1").calibration  # spreads well where its range is its own
-    assert pendulum["obs_std"][1:4] == pendulum["measured_obs_std"][1:4]
+    acrobot = provisional_ladder("Acrobot-v1").calibration  # spreads well where its range is its own
+    assert acrobot["obs_std"][1:4] == acrobot["measured_obs_std"][1:4]
 
 
 def test_the_families_follow_what_the_env_supports(cache: Path):
@@ -250,12 +250,12 @@ def test_two_processes_calibrating_at_once_leave_one_whole_ladder(cache: Path):
 
 
 def test_the_ladder_command_shows_and_prints_the_provisional_file(cache: Path, capsys: pytest.CaptureFixture[str]):
-    assert main(["ladder", "--env", "Acrobot-v1"]) == 0
+    assert main(["ladder", "--env", "CartPole-v0"]) == 0
     shown = capsys.readouterr().out
-    digest = provisional_ladder("Acrobot-v1").sha256
-    assert f"Provisional ladder of Acrobot-v1, calibrated on first use (SHA-256 {digest[:16]}" in shown
+    digest = provisional_ladder("CartPole-v0").sha256
+    assert f"Provisional ladder of CartPole-v0, calibrated on first use (SHA-256 {digest[:16]}" in shown
     assert "obs_noise (by constants) obs_noise: std = [" in shown and "no corruptions:" in shown
-    assert main(["ladder", "--env", "Acrobot-v1", "--json"]) == 0
+    assert main(["ladder", "--env", "CartPole-v0", "--json"]) == 0
     printed = capsys.readouterr()
     assert hashlib.sha256(printed.out.encode()).hexdigest() == digest and "Provisional" in printed.err
     assert main(["ladder", "--env", "CartPole-v1", "--json"]) == 0

@@ -17,10 +17,13 @@ go under the shifts (``EnvSetup(kwargs=ladder.env_kwargs, wrappers=preprocessing
 for :func:`rlwrappers.evaluate`), so the shifts act on the agent's input. The calibration builds the env the same
 way (:func:`rlwrappers.ladders.calibration.make_env`).
 
-Version ``card-v2`` (:data:`LADDER`) has ladders for CartPole-v1, Pendulum-v1, Hopper-v5, rlwrappers/Catch-v0,
-BreakoutNoFrameskip-v4 and rlwrappers/ToyboxBreakout-v0. Any other registered env gets a provisional ladder,
-calibrated on first use and cached (:func:`provisional_ladder`, :mod:`rlwrappers.ladders.provisional`);
-:func:`card_ladder` gives the one a card plays. Its constants live in :mod:`rlwrappers.ladders.definition`.
+Version ``card-v2`` (:data:`LADDER`) ships ladders for the standard suites (:data:`SUITES`, listed by
+:func:`suite_envs`; :mod:`rlwrappers.ladders.suites` says how each env's is made). Six of them have their levels
+chosen by the effect on vanilla reference agents: CartPole-v1, Pendulum-v1, Hopper-v5, rlwrappers/Catch-v0,
+BreakoutNoFrameskip-v4 and rlwrappers/ToyboxBreakout-v0, whose files this docstring describes; the others follow
+the rules of a provisional ladder. Any other registered env gets a provisional ladder, calibrated on first use
+and cached (:func:`provisional_ladder`, :mod:`rlwrappers.ladders.provisional`); :func:`card_ladder` gives the
+one a card plays. Its constants live in :mod:`rlwrappers.ladders.definition`.
 The files of ``card-v1`` (:data:`EARLIER`), which have the same levels but no reference return, still ship and
 read (``ladder(env_id, "card-v1")``), so that card-v1 cards compare among themselves.
 
@@ -168,8 +171,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlwrappers.error import InvalidArgument, InvalidType, UnknownName, did_you_mean
-from rlwrappers.ladders.calibration import DIRECTORY, calibrate, file_name, to_json, write
+from rlwrappers import _check
+from rlwrappers.error import CannotCalibrate, InvalidArgument, InvalidType, UnknownName, did_you_mean
+from rlwrappers.ladders.calibration import DIRECTORY, file_name, to_json
 from rlwrappers.ladders.definition import (
     CALIBRATION_STEPS,
     CORRUPTIONS,
@@ -182,6 +186,7 @@ from rlwrappers.ladders.definition import (
 )
 from rlwrappers.ladders.preprocessing import preprocessing_wrappers
 from rlwrappers.ladders.provisional import provisional_file
+from rlwrappers.ladders.suites import REFUSED, SUITES, calibrate, suite_envs, write
 
 __all__ = [
     "CORRUPTIONS",
@@ -190,6 +195,8 @@ __all__ = [
     "LADDER",
     "LEVELS",
     "PREPROCESSING",
+    "REFUSED",
+    "SUITES",
     "Arm",
     "Family",
     "Ladder",
@@ -202,6 +209,7 @@ __all__ = [
     "ladders",
     "preprocessing_wrappers",
     "provisional_ladder",
+    "suite_envs",
     "to_json",
     "versions",
     "write",
@@ -531,15 +539,32 @@ def card_ladder(
         InvalidArgument: an argument but ``env_id`` given for an env with a shipped ladder.
         CannotCalibrate: see :func:`provisional_ladder`.
     """
-    if isinstance(env_id, str) and env_id in _read_all(LADDER):
-        given = {"env_kwargs": env_kwargs, "reference_return": reference_return, "steps": steps}
+    if isinstance(env_id, str) and env_id in REFUSED:
+        raise CannotCalibrate(f"{env_id} gets no card: {REFUSED[env_id]}")
+    shipped = _read_all(LADDER)
+    if isinstance(env_id, str) and env_id in shipped:
+        stated = shipped[env_id]["reference"] is not None
+        given = {"env_kwargs": env_kwargs, "reference_return": reference_return if stated else None, "steps": steps}
         given["refresh"] = refresh or None
         named = [name for name, value in given.items() if value is not None]
         if named:
             raise InvalidArgument(
                 f"{env_id} has a shipped {LADDER} ladder, which fixes its env and reference return; drop {named}"
             )
-        return ladder(env_id)
+        if stated:
+            return ladder(env_id)
+        if reference_return is None:
+            raise CannotCalibrate(
+                f"{env_id}'s shipped {LADDER} ladder states no reference return (none is published); give the"
+                " return of skill 1 with --reference-return R (reference_return=R)"
+            )
+        data = copy.deepcopy(shipped[env_id])
+        data["reference"] = {
+            "return": _check.number("reference_return", reference_return),
+            "source": "given for this card (--reference-return)",
+            "protocol": "the card's own episodes",
+        }
+        return Ladder.from_dict(data)
     return provisional_ladder(
         env_id,
         env_kwargs=env_kwargs,

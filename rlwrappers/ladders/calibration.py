@@ -30,10 +30,9 @@ from rlwrappers.core import Entry
 from rlwrappers.error import IncompatibleSpace, UnknownName, did_you_mean
 from rlwrappers.ladders import definition as card
 from rlwrappers.ladders.effect import Effect, choose
-from rlwrappers.ladders.preprocessing import preprocessing_wrappers
+from rlwrappers.ladders.preprocessing import build_env
 from rlwrappers.state.simulators import simulator
 from rlwrappers.uncertainty import uncertainty_set
-from rlwrappers.wrappers.atari import without_reloads
 
 __all__ = [
     "DIRECTORY",
@@ -82,11 +81,7 @@ def make_env(env_id: str) -> gym.Env[Any, Any]:
         (4, 84, 84)
     """
     require_env(env_id)
-    wrappers = preprocessing_wrappers(card.ENV_PREPROCESSING.get(env_id))  # first: it may register the env's ID
-    env = without_reloads(gym.make(env_id, **card.ENV_KWARGS.get(env_id, {})))  # a seeded reset loads no ROM
-    for wrapper in wrappers:
-        env = wrapper(env)
-    return env
+    return build_env(env_id, card.ENV_KWARGS.get(env_id, {}), card.ENV_PREPROCESSING.get(env_id))
 
 
 def env_kind(env: gym.Env[Any, Any]) -> str:

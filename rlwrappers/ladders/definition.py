@@ -180,6 +180,10 @@ PREPROCESSING: Final[Mapping[str, str]] = {
         "SB3's Atari preprocessing (AtariWrapper, unclipped rewards, a channel-first stack of 4 84x84 frames) with"
         " whole games as episodes: rlwrappers.wrappers.atari.atari_wrapper(env, frame_stack=4, games=True)"
     ),
+    "minigrid-rgb": (
+        "MiniGrid's RGBImgPartialObsWrapper then ImgObsWrapper: the agent's 7x7 view as a 56x56 RGB picture (8"
+        " pixels a cell), without the direction and the mission"
+    ),
 }
 #: The preprocessing each env's agents see, by env (an env absent here has none): the shifts act on its output.
 ENV_PREPROCESSING: Final[Mapping[str, str]] = {

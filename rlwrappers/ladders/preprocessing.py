@@ -14,16 +14,17 @@ The names, and what each does, are :data:`~rlwrappers.ladders.definition.PREPROC
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from rlwrappers import _optional
 from rlwrappers.error import InvalidType, UnknownName, did_you_mean
 from rlwrappers.ladders.definition import PREPROCESSING
 
-__all__ = ["Wrapper", "atari_games", "preprocessing_wrappers"]
+__all__ = ["MiniGridPixels", "Wrapper", "atari_games", "build_env", "minigrid_pixels", "preprocessing_wrappers"]
 
 #: A wrapper of a preprocessing: a callable env -> env.
 Wrapper = Callable[[gym.Env[Any, Any]], gym.Env[Any, Any]]
@@ -41,6 +42,37 @@ def atari_games(env: gym.Env[Any, Any]) -> gym.Env[Any, Any]:
     return atari_wrapper(env, frame_stack=4, games=True)
 
 
+class MiniGridPixels(gym.ObservationWrapper[Any, Any, Any], gym.utils.RecordConstructorArgs):
+    """The agent's partial view of a MiniGrid env as an RGB picture, alone: the ``"minigrid-rgb"`` preprocessing.
+
+    The pixels of MiniGrid's own ``RGBImgPartialObsWrapper`` followed by ``ImgObsWrapper`` (the same
+    ``get_frame(tile_size, agent_pov=True)`` call), ``tile_size`` pixels a cell: 56x56x3 for the 7x7 view at
+    the default 8. The direction and the mission entries are left out, and MiniGrid's symbolic grid never reaches
+    the agent. Unlike MiniGrid's wrappers it records its arguments, so the env's spec rebuilds it.
+    """
+
+    def __init__(self, env: gym.Env[Any, Any], tile_size: int = 8) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, tile_size=tile_size)
+        super().__init__(env)
+        self.tile_size = tile_size
+        rows, columns = env.observation_space["image"].shape[:2]  # type: ignore[index]
+        self.observation_space = gym.spaces.Box(0, 255, (rows * tile_size, columns * tile_size, 3), np.uint8)
+
+    def observation(self, observation: Any) -> Any:
+        """The picture of the agent's view (the observation MiniGrid gives is not read)."""
+        return self.unwrapped.get_frame(tile_size=self.tile_size, agent_pov=True)  # type: ignore[attr-defined]
+
+
+def minigrid_pixels(env: gym.Env[Any, Any]) -> gym.Env[Any, Any]:
+    """The ``"minigrid-rgb"`` preprocessing: :class:`MiniGridPixels` (a module-level function, so that it pickles)."""
+    return MiniGridPixels(env)
+
+
+def _register_minigrid() -> None:
+    """Registers MiniGrid's envs with Gymnasium (importing the package does)."""
+    _optional.require("minigrid", purpose="the MiniGrid ladders' envs")
+
+
 def _register_ale() -> None:
     """Registers ALE's envs with Gymnasium (``BreakoutNoFrameskip-v4``), so that ``gym.make`` finds them."""
     ale_py = _optional.require("ale_py", purpose="the Atari ladders' envs")
@@ -50,7 +82,23 @@ def _register_ale() -> None:
 #: Each preprocessing's wrappers, in order, and what it needs done before ``gym.make`` can build its env.
 _PREPROCESSING: dict[str, tuple[tuple[Wrapper, ...], Callable[[], None]]] = {
     "atari-games": ((atari_games,), _register_ale),
+    "minigrid-rgb": ((minigrid_pixels,), _register_minigrid),
 }
+
+
+def build_env(env_id: str, env_kwargs: Mapping[str, Any], preprocessing: str | None) -> gym.Env[Any, Any]:
+    """A ladder's env: ``gym.make(env_id, **env_kwargs)``, then the wrappers of the preprocessing named.
+
+    An ALE game is made in :func:`rlwrappers.wrappers.atari.without_reloads` first, so that a seeded reset loads
+    no ROM.
+    """
+    from rlwrappers.wrappers.atari import without_reloads
+
+    wrappers = preprocessing_wrappers(preprocessing)  # first: it may register the env's ID
+    env = without_reloads(gym.make(env_id, **env_kwargs))
+    for wrapper in wrappers:
+        env = wrapper(env)
+    return env
 
 
 def preprocessing_wrappers(name: str | None) -> list[Wrapper]:

@@ -48,6 +48,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -68,19 +69,24 @@ from rlwrappers.ladders.calibration import (
     FAMILY_KINDS,
     Measurement,
     Scales,
+    env_kind,
     family_record,
     measure,
     recovery_record,
     reference_record,
     to_json,
 )
+from rlwrappers.ladders.preprocessing import build_env, preprocessing_wrappers
 from rlwrappers.state.simulators import simulator
 from rlwrappers.uncertainty import uncertainty_set
 
 __all__ = [
     "CACHE_VARIABLE",
+    "ORIGIN",
     "RANGE_FLOOR",
     "RULES",
+    "SHIPPED",
+    "Recipe",
     "cache_folder",
     "calibrate_provisional",
     "provisional_file",
@@ -94,8 +100,12 @@ RANGE_FLOOR: Final = 0.1
 #: The environment variable that moves the cache (default: ``$XDG_CACHE_HOME/rlwrappers``, else
 #: ``~/.cache/rlwrappers``).
 CACHE_VARIABLE: Final = "RLWRAPPERS_CACHE"
-#: What the card says of a provisional ladder.
+#: What the card says of a provisional ladder made on first use.
 ORIGIN: Final = "calibrated on first use"
+#: What the card says of a shipped ladder made by the same rules (a suite without reference agents).
+SHIPPED: Final = "shipped, calibrated without reference agents"
+#: The protocol of a return measured or given for the card: the card's own episodes.
+_OWN_EPISODES: Final = "the card's own episodes"
 
 
 def cache_folder() -> Path:
@@ -189,17 +199,49 @@ def _write(path: Path, text: str) -> None:
         raise
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """How a ladder without reference agents is made for one env, beyond what the rules measure.
+
+    Attributes:
+        env_id: the env's Gymnasium ID (``"module:ID"`` imports the module that registers it).
+        env_kwargs: ``gym.make``'s keyword arguments (JSON values).
+        preprocessing: the name of the preprocessing its agents see (:func:`rlwrappers.ladders.
+            preprocessing_wrappers`), or None.
+        reference: the return of skill 1 with its source; None for the env's ``reward_threshold``.
+        random: a published random return that replaces the measured one (the Atari-57's), or None.
+        recovery: the recovery window, or None for the rule of the episode limit.
+        origin: how the ladder came to be: :data:`ORIGIN`, or :data:`SHIPPED`.
+    """
+
+    env_id: str
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    preprocessing: str | None = None
+    reference: card.Reference | None = None
+    random: card.Reference | None = None
+    recovery: card.RecoveryWindow | None = None
+    origin: str = ORIGIN
+
+
 def calibrate_provisional(
-    env_id: str,
+    env_id: str | Recipe,
     *,
     env_kwargs: Mapping[str, Any] | None = None,
     reference_return: float | None = None,
     steps: int = card.CALIBRATION_STEPS,
 ) -> dict[str, Any]:
-    """The provisional ladder of ``env_id`` measured now, as its file holds it (see the module docstring)."""
-    kwargs = _kwargs(env_kwargs)
-    env = _make(env_id, kwargs)
-    kind = _kind(env_id, env.observation_space)
+    """The provisional ladder of ``env_id`` (or of a :class:`Recipe`) measured now, as its file holds it.
+
+    See the module docstring. A recipe of a shipped ladder may have no reference return at all (no
+    ``reward_threshold``, no published score): its file says so, and its cards need one given.
+    """
+    recipe = env_id if isinstance(env_id, Recipe) else Recipe(env_id, _kwargs(env_kwargs))
+    if reference_return is not None:
+        given = card.Reference(reference_return, "given for this card (--reference-return)", _OWN_EPISODES)
+        recipe = replace(recipe, reference=given)
+    env_id, kwargs = recipe.env_id, dict(recipe.env_kwargs)
+    env = _make(env_id, kwargs, recipe.preprocessing)
+    kind = _kind(env_id, env, recipe.preprocessing)
     actions = env.action_space
     if not isinstance(actions, (gym.spaces.Discrete, gym.spaces.Box)):
         env.close()
@@ -216,22 +258,22 @@ def calibrate_provisional(
         absent["corruptions"] = "its observations are not pixel images"
     measured = measure(env_id, steps, card.CALIBRATION_SEED, env=env, state=state)
     limit = _limit(env_id, kwargs, measured, steps)
-    reference = _reference(env_id, reference_return, measured.random_return)
+    random = recipe.random or card.Reference(
+        measured.random_return,
+        f"measured: a uniform-random policy's mean return over the {measured.episodes} episodes that ended within"
+        f" {steps:,} steps (seeds from {card.CALIBRATION_SEED})",
+        _OWN_EPISODES,
+    )
+    reference = _reference(recipe, random.value)
     units = _units(measured.obs_std, env.observation_space) if kind == "vector" else None
     scales = Scales(_spec(env_id).id, kind, actions, Measurement(units, measured.state_std, measured.random_return, 0))
     names = [name for name in card.FAMILIES if kind in FAMILY_KINDS[name] and name not in absent]
     families = {name: family_record(scales, name, {}) for name in names}
-    random = card.Reference(
-        measured.random_return,
-        f"measured: a uniform-random policy's mean return over the {measured.episodes} episodes that ended within"
-        f" {steps:,} steps (seeds from {card.CALIBRATION_SEED})",
-        "the card's own episodes",
-    )
     return {
         "ladder": card.LADDER,
         "env_id": env_id,
         "env_kwargs": kwargs,
-        "preprocessing": None,
+        "preprocessing": recipe.preprocessing,
         "kind": kind,
         "calibration": {
             "policy": card.CALIBRATION_POLICY,
@@ -247,12 +289,12 @@ def calibrate_provisional(
         },
         "random_return": random.value,
         "random": reference_record(random),
-        "reference": reference_record(reference),
+        "reference": None if reference is None else reference_record(reference),
         "reference_agents": [],
         "families": families,
-        "recovery": recovery_record(recovery_window(limit), families["obs_noise"]["levels"]),
+        "recovery": recovery_record(recipe.recovery or recovery_window(limit), families["obs_noise"]["levels"]),
         "interventions": [],
-        "provisional": {"origin": ORIGIN, "rules": RULES, "absent": dict(sorted(absent.items()))},
+        "provisional": {"origin": recipe.origin, "rules": RULES, "absent": dict(sorted(absent.items()))},
     }
 
 
@@ -276,16 +318,23 @@ def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
     return gym.registry[name]
 
 
-def _make(env_id: str, kwargs: Mapping[str, Any]) -> gym.Env[Any, Any]:
+def _make(env_id: str, kwargs: Mapping[str, Any], preprocessing: str | None) -> gym.Env[Any, Any]:
+    preprocessing_wrappers(preprocessing)  # first: it may register the env's ID (ale-py's, MiniGrid's)
     _spec(env_id)
     try:
-        return gym.make(env_id, **kwargs)
+        return build_env(env_id, kwargs, preprocessing)
     except TypeError as exc:
         raise InvalidArgument(f"`env_kwargs` {dict(kwargs)!r} do not build {env_id}: {exc}") from None
 
 
-def _kind(env_id: str, space: gym.Space[Any]) -> str:
-    """The ladder kind of an observation space, or :class:`CannotCalibrate` saying what is supported."""
+def _kind(env_id: str, env: gym.Env[Any, Any], preprocessing: str | None) -> str:
+    """The ladder kind of an env's observations, or :class:`CannotCalibrate` saying what is supported.
+
+    Behind a preprocessing (Atari's stacked frames, channel first) uint8 observations are images.
+    """
+    space = env.observation_space
+    if preprocessing is not None:
+        return env_kind(env)
     if isinstance(space, gym.spaces.Box) and space.dtype.kind == "f":
         return "vector"
     if structure.is_image(space):
@@ -335,13 +384,18 @@ def _limit(env_id: str, kwargs: Mapping[str, Any], measured: Measurement, steps:
     return int(limit) if limit else measured.longest
 
 
-def _reference(env_id: str, given: float | None, random_return: float) -> card.Reference:
-    """Skill 1: the return given, else the env's ``reward_threshold``; above the random return."""
-    if given is not None:
-        reference = card.Reference(given, "given for this card (--reference-return)", "the card's own episodes")
-    else:
+def _reference(recipe: Recipe, random_return: float) -> card.Reference | None:
+    """Skill 1: the recipe's, else the env's ``reward_threshold``; above the random return.
+
+    None only for a shipped ladder of an env that states none (its cards need one given).
+    """
+    reference = recipe.reference
+    env_id = recipe.env_id
+    if reference is None:
         threshold = _spec(env_id).reward_threshold
         if threshold is None:
+            if recipe.origin == SHIPPED:
+                return None
             raise CannotCalibrate(
                 f"{env_id} cannot be calibrated: its spec has no reward_threshold, so no return stands for skill 1;"
                 " give one with --reference-return R (reference_return=R), e.g. a trained agent's return"
@@ -349,7 +403,7 @@ def _reference(env_id: str, given: float | None, random_return: float) -> card.R
         reference = card.Reference(
             float(threshold),
             f"the env's reward_threshold ({env_id}'s registration): the return its authors count as solving it",
-            "the card's own episodes",
+            _OWN_EPISODES,
         )
     if not reference.value > random_return:
         raise CannotCalibrate(

@@ -116,6 +116,11 @@ def robustness_card(
         raise InvalidType(f"`ladder` must be a rlwrappers.ladders.Ladder, received {ladder!r}")
     elif ladder.env_id != env_id:
         raise InvalidArgument(f"`ladder` is {ladder.env_id!r}'s, and the card's env is {env_id!r}")
+    if ladder.reference_return is None:
+        raise InvalidArgument(
+            f"`ladder` ({ladder.version}, {env_id}) states no reference return, and skill needs one: take the"
+            " ladder of rlwrappers.ladders.card_ladder(env_id, reference_return=R)"
+        )
     require_env(env_id)
     if episodes is None:
         episodes = ATARI_GAMES if ladder.preprocessing == "atari-games" else EPISODES
