@@ -782,6 +782,34 @@ def test_zoo_weights_reproduce_the_card() -> None:
     assert _episode_return(agent, info["env_id"], first_seed) == expected
 
 
+#: The clean classic-control agents, one per acting module a zoo card names (policy, q_net, actor).
+CLASSIC_ZOO_AGENTS = ["ppo-Acrobot-v1", "dqn-MountainCar-v0", "td3-MountainCarContinuous-v0", "ppo-LunarLander-v3"]
+
+
+@pytest.mark.parametrize("name", CLASSIC_ZOO_AGENTS)
+def test_classic_zoo_agents_load_and_replay_their_cards_first_episode(name: str) -> None:
+    info = zoo.card(name)
+    assert info["trained_under"] is None and set(info["seeds"]) == {"0", "1", "2"}
+    agent = zoo.load_agent(name, seed=2)
+    state = torch.load(zoo.DIRECTORY / info["seeds"]["2"]["file"], weights_only=True)
+    module = agent.policy if info["module"] == "policy" else getattr(agent.policy, info["module"])
+    assert all(torch.equal(t, state[key]) for key, t in module.state_dict().items())
+    expected = info["seeds"]["2"]["returns"]["clean"]["returns"][0]
+    assert _episode_return(agent, info["env_id"], info["evaluation"]["first_seed"]) == expected
+
+
+def test_a_stochastic_zoo_dqn_agent_explores_at_its_final_exploration_rate() -> None:
+    name = "dqn-MountainCar-v0"
+    epsilon = zoo.card(name)["hyperparameters"]["exploration_final_eps"]
+    greedy = zoo.load_agent(name)
+    agent = zoo.load_agent(name, deterministic=False)
+    assert isinstance(greedy, SB3Agent) and greedy.epsilon is None
+    assert isinstance(agent, SB3Agent) and agent.epsilon == epsilon
+    obs = np.repeat(_observations("MountainCar-v0", n=1), 20_000, axis=0)
+    changed = np.mean(agent.act(obs, np.random.default_rng(0)) != greedy.act(obs))
+    assert changed == pytest.approx(epsilon * 2 / 3, abs=0.01)  # a uniform draw of 3 actions keeps the greedy one
+
+
 def test_adapt_accepts_zoo_agent(cartpole: gym.Env[Any, Any]) -> None:
     agent = zoo.load_agent(ZOO_AGENT)
     assert agents.adapt(agent) is agent

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import io
 import os
 from collections.abc import Mapping
@@ -121,7 +122,8 @@ def load_agent(
         observation_space: the env's observation space (as the agent sees it, frame stack included): SB3 image
             agents trained on channel-first input transpose it, and a Python file's function receives it.
         action_space: the env's action space, for a Python file's function.
-        deterministic: act greedily (an agent made by a Python file keeps its own).
+        deterministic: act greedily (an agent made by a Python file keeps its own). A zoo DQN agent that is
+            not deterministic acts epsilon-greedily with its final exploration rate (``exploration_final_eps``).
         trusted: say that the files are trusted, which silences their warning (zoo agents never warn).
         device: where the network runs, a torch device such as "cpu" or "cuda" (it must be there); actions
             and outputs come back on the CPU either way.
@@ -224,7 +226,9 @@ def _zoo_agent(name: str, seed: int, deterministic: bool, device: str = "cpu") -
     torch = require("torch", purpose="zoo agents")
     sb3 = require("stable_baselines3", purpose="zoo agents")
     algo = getattr(sb3, info["algo"])
-    env = gym.make(info["env_id"])
+    from rlwrappers.ladders.preprocessing import build_env
+
+    env = build_env(info["env_id"], {}, info.get("preprocessing"))  # the env as the agent saw it in training
     space = env.observation_space
     policy = algo.policy_aliases[info["policy"]](
         _policy_space(space), env.action_space, lambda _: 0.0, **_policy_kwargs(info["policy_kwargs"])
@@ -233,7 +237,14 @@ def _zoo_agent(name: str, seed: int, deterministic: bool, device: str = "cpu") -
     state = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     module = policy if info["module"] == "policy" else getattr(policy, info["module"])
     module.load_state_dict(state)
-    return SB3Agent(policy.to(device), deterministic=deterministic, observation_space=space)
+    epsilon = None if deterministic or info["algo"] != "DQN" else _final_epsilon(algo, info["hyperparameters"])
+    return SB3Agent(policy.to(device), deterministic=deterministic, epsilon=epsilon, observation_space=space)
+
+
+def _final_epsilon(algo: Any, hyperparameters: dict[str, Any]) -> float:
+    """A DQN agent's exploration rate at the end of its training: what its model's ``exploration_rate`` was."""
+    default = inspect.signature(algo).parameters["exploration_final_eps"].default
+    return float(hyperparameters.get("exploration_final_eps", default))
 
 
 def _policy_space(space: gym.Space[Any]) -> gym.Space[Any]:
