@@ -449,24 +449,33 @@ def _card(args: argparse.Namespace) -> int:
     return 0
 
 
-def _card_ladder(args: argparse.Namespace) -> Any:
-    """The ladder of ``--env``: shipped, or provisional as ``--reference-return`` and the other options say."""
+def _card_ladder(args: argparse.Namespace, *, shown: bool = False) -> Any:
+    """The ladder of ``--env``: shipped, or provisional as ``--reference-return`` and the other options say.
+
+    ``shown``: the ladder is only shown, so a shipped one that states no reference return is shown as it is.
+    """
     from rlwrappers import ladders
-    from rlwrappers.ladders.provisional import cache_folder
+    from rlwrappers.ladders.provisional import ORIGIN, cache_folder
 
     kwargs = None if args.max_episode_steps is None else {"max_episode_steps": args.max_episode_steps}
-    ladder = ladders.card_ladder(
-        args.env,
-        env_kwargs=kwargs,
-        reference_return=args.reference_return,
-        steps=args.calibration_steps,
-        refresh=args.recalibrate,
-    )
+    given = (kwargs, args.reference_return, args.calibration_steps, args.recalibrate or None)
+    if shown and args.env in ladders.ladders() and all(value is None for value in given):
+        ladder = ladders.ladder(args.env)
+    else:
+        ladder = ladders.card_ladder(
+            args.env,
+            env_kwargs=kwargs,
+            reference_return=args.reference_return,
+            steps=args.calibration_steps,
+            refresh=args.recalibrate,
+        )
     if ladder.provisional is not None:
+        origin = ladder.provisional["origin"]
+        kept = f"cached in {cache_folder()}" if origin == ORIGIN else "shipped with the package"
         absent = "".join(f"\n  no {name}: {why}" for name, why in ladder.provisional["absent"].items())
         print(
-            f"Provisional ladder of {args.env}, {ladder.provisional['origin']} (SHA-256 {ladder.sha256[:16]},"
-            f" cached in {cache_folder()}): levels in physical units, without reference agents.{absent}",
+            f"Provisional ladder of {args.env}, {origin} (SHA-256 {ladder.sha256[:16]}, {kept}): levels in"
+            f" physical units, without reference agents.{absent}",
             file=sys.stderr if getattr(args, "json", False) else sys.stdout,  # --json prints the file alone
         )
     return ladder
@@ -476,7 +485,7 @@ def _ladder(args: argparse.Namespace) -> int:
     from rlwrappers.ladders.calibration import DIRECTORY, file_name
     from rlwrappers.ladders.provisional import cache_folder
 
-    ladder = _card_ladder(args)
+    ladder = _card_ladder(args, shown=True)
     if args.json:
         if ladder.provisional is not None:
             path = cache_folder() / f"{ladder.sha256}.json"
@@ -486,8 +495,12 @@ def _ladder(args: argparse.Namespace) -> int:
         return 0
     reference = ladder.reference or {}
     print(f"{ladder.env_id} ({ladder.version}, SHA-256 {ladder.sha256}), {ladder.kind} observations")
-    print(f"  skill 0: the random return {ladder.random_return:g}; skill 1: {ladder.reference_return:g}")
-    print(f"    ({reference.get('source', '')})")
+    if ladder.reference_return is None:
+        print(f"  skill 0: the random return {ladder.random_return:g}; skill 1: none stated (a card needs")
+        print("    --reference-return R)")
+    else:
+        print(f"  skill 0: the random return {ladder.random_return:g}; skill 1: {ladder.reference_return:g}")
+        print(f"    ({reference.get('source', '')})")
     print("  levels 1 to 5 of each family (and sub-family):")
     for name, family in ladder.families.items():
         arms = ladder.arms([name])

@@ -209,3 +209,16 @@ def test_a_card_refuses_a_ladder_without_reference_before_any_run(tmp_path) -> N
     with pytest.raises(InvalidArgument, match="states no reference return"):
         rw.robustness_card("x", "Walker2d-v5", out=tmp_path, ladder=ladders.ladder("Walker2d-v5"))
     assert not list(tmp_path.iterdir())
+
+
+def test_the_ladder_command_shows_a_shipped_ladder_without_reference(capsys) -> None:
+    from rlwrappers.cli import main
+
+    assert main(["ladder", "--env", "Walker2d-v5"]) == 0
+    shown = capsys.readouterr().out
+    assert "shipped with the package" in shown and "skill 1: none stated" in shown
+    assert main(["ladder", "--env", "Walker2d-v5", "--reference-return", "3000"]) == 0
+    given = capsys.readouterr().out
+    assert "skill 1: 3000" in given and ladders.card_ladder("Walker2d-v5", reference_return=3000.0).sha256 in given
+    assert main(["card", "--env", "Walker2d-v5", "--agent", "x", "--out", "o"]) == 2
+    assert "states no reference return" in capsys.readouterr().err
