@@ -173,7 +173,7 @@ from typing import Any
 
 from rlwrappers import _check
 from rlwrappers.error import CannotCalibrate, InvalidArgument, InvalidType, UnknownName, did_you_mean
-from rlwrappers.ladders.calibration import DIRECTORY, file_name, to_json
+from rlwrappers.ladders.calibration import DIRECTORY, file_name, reference_record, to_json
 from rlwrappers.ladders.definition import (
     CALIBRATION_STEPS,
     CORRUPTIONS,
@@ -185,7 +185,7 @@ from rlwrappers.ladders.definition import (
     Family,
 )
 from rlwrappers.ladders.preprocessing import preprocessing_wrappers
-from rlwrappers.ladders.provisional import provisional_file
+from rlwrappers.ladders.provisional import given_reference, provisional_file
 from rlwrappers.ladders.suites import REFUSED, SUITES, calibrate, suite_envs, write
 
 __all__ = [
@@ -559,11 +559,7 @@ def card_ladder(
                 " return of skill 1 with --reference-return R (reference_return=R)"
             )
         data = copy.deepcopy(shipped[env_id])
-        data["reference"] = {
-            "return": _check.number("reference_return", reference_return),
-            "source": "given for this card (--reference-return)",
-            "protocol": "the card's own episodes",
-        }
+        data["reference"] = reference_record(given_reference(_check.number("reference_return", reference_return)))
         return Ladder.from_dict(data)
     return provisional_ladder(
         env_id,

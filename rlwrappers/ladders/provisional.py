@@ -89,6 +89,7 @@ __all__ = [
     "Recipe",
     "cache_folder",
     "calibrate_provisional",
+    "given_reference",
     "provisional_file",
     "recovery_window",
 ]
@@ -237,9 +238,10 @@ def calibrate_provisional(
     """
     recipe = env_id if isinstance(env_id, Recipe) else Recipe(env_id, _kwargs(env_kwargs))
     if reference_return is not None:
-        given = card.Reference(reference_return, "given for this card (--reference-return)", _OWN_EPISODES)
-        recipe = replace(recipe, reference=given)
+        recipe = replace(recipe, reference=given_reference(reference_return))
     env_id, kwargs = recipe.env_id, dict(recipe.env_kwargs)
+    preprocessing_wrappers(recipe.preprocessing)  # first: it may register the env's ID (ale-py's, MiniGrid's)
+    spec = _spec(env_id)
     env = _make(env_id, kwargs, recipe.preprocessing)
     kind = _kind(env_id, env, recipe.preprocessing)
     actions = env.action_space
@@ -250,23 +252,23 @@ def calibrate_provisional(
         )
     absent: dict[str, str] = {}
     state = kind == "vector" and _state_settable(env, absent)
-    if kind == "vector" and not _has_dynamics(env_id):
+    if kind == "vector" and not _has_dynamics(spec):
         absent["dynamics"] = f"no uncertainty set exists for {env_id} (rlwrappers list sets)"
     if kind == "image":
         absent["init_noise"] = absent["dynamics"] = "an image env's state is not a vector of physical quantities"
     else:
         absent["corruptions"] = "its observations are not pixel images"
     measured = measure(env_id, steps, card.CALIBRATION_SEED, env=env, state=state)
-    limit = _limit(env_id, kwargs, measured, steps)
+    limit = _limit(spec, kwargs, measured, steps)
     random = recipe.random or card.Reference(
         measured.random_return,
         f"measured: a uniform-random policy's mean return over the {measured.episodes} episodes that ended within"
         f" {steps:,} steps (seeds from {card.CALIBRATION_SEED})",
         _OWN_EPISODES,
     )
-    reference = _reference(recipe, random.value)
+    reference = _reference(recipe, spec, random.value)
     units = _units(measured.obs_std, env.observation_space) if kind == "vector" else None
-    scales = Scales(_spec(env_id).id, kind, actions, Measurement(units, measured.state_std, measured.random_return, 0))
+    scales = Scales(spec.id, kind, actions, Measurement(units, measured.state_std, measured.random_return, 0))
     names = [name for name in card.FAMILIES if kind in FAMILY_KINDS[name] and name not in absent]
     families = {name: family_record(scales, name, {}) for name in names}
     return {
@@ -298,6 +300,11 @@ def calibrate_provisional(
     }
 
 
+def given_reference(value: float) -> card.Reference:
+    """A reference return given for a card (``--reference-return``): skill 1 on the card's own episodes."""
+    return card.Reference(value, "given for this card (--reference-return)", _OWN_EPISODES)
+
+
 def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
     """The registered spec of ``env_id``, which may name the module that registers it (``"module:ID"``)."""
     if not isinstance(env_id, str):
@@ -319,8 +326,6 @@ def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
 
 
 def _make(env_id: str, kwargs: Mapping[str, Any], preprocessing: str | None) -> gym.Env[Any, Any]:
-    preprocessing_wrappers(preprocessing)  # first: it may register the env's ID (ale-py's, MiniGrid's)
-    _spec(env_id)
     try:
         return build_env(env_id, kwargs, preprocessing)
     except TypeError as exc:
@@ -363,28 +368,28 @@ def _state_settable(env: gym.Env[Any, Any], absent: dict[str, str]) -> bool:
     return True
 
 
-def _has_dynamics(env_id: str) -> bool:
-    """Whether an uncertainty set exists for ``env_id``'s simulator (same family, same entry point)."""
+def _has_dynamics(spec: gym.envs.registration.EnvSpec) -> bool:
+    """Whether an uncertainty set exists for the env's simulator (same family, same entry point)."""
     try:
-        box = uncertainty_set(_spec(env_id).id)
+        box = uncertainty_set(spec.id)
     except UnknownName:
         return False
-    return gym.spec(box.env_id).entry_point == _spec(env_id).entry_point
+    return gym.spec(box.env_id).entry_point == spec.entry_point
 
 
-def _limit(env_id: str, kwargs: Mapping[str, Any], measured: Measurement, steps: int) -> int:
+def _limit(spec: gym.envs.registration.EnvSpec, kwargs: Mapping[str, Any], measured: Measurement, steps: int) -> int:
     """The episode's step limit ``T`` of the recovery rule; :class:`CannotCalibrate` if no episode ended."""
     if measured.episodes == 0:
         raise CannotCalibrate(
-            f"{env_id} cannot be calibrated: no episode ended within the random policy's {steps:,} steps, so it"
+            f"{spec.id} cannot be calibrated: no episode ended within the random policy's {steps:,} steps, so it"
             " has no random return; give it a step limit (--max-episode-steps N, or env_kwargs"
             " {'max_episode_steps': N}), or more steps (--calibration-steps)"
         )
-    limit = kwargs.get("max_episode_steps", _spec(env_id).max_episode_steps)
+    limit = kwargs.get("max_episode_steps", spec.max_episode_steps)
     return int(limit) if limit else measured.longest
 
 
-def _reference(recipe: Recipe, random_return: float) -> card.Reference | None:
+def _reference(recipe: Recipe, spec: gym.envs.registration.EnvSpec, random_return: float) -> card.Reference | None:
     """Skill 1: the recipe's, else the env's ``reward_threshold``; above the random return.
 
     None only for a shipped ladder of an env that states none (its cards need one given).
@@ -392,7 +397,7 @@ def _reference(recipe: Recipe, random_return: float) -> card.Reference | None:
     reference = recipe.reference
     env_id = recipe.env_id
     if reference is None:
-        threshold = _spec(env_id).reward_threshold
+        threshold = spec.reward_threshold
         if threshold is None:
             if recipe.origin == SHIPPED:
                 return None

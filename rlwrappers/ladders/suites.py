@@ -187,12 +187,12 @@ def recipe(env_id: str) -> Recipe:
             kwargs = {**V5_RAW, **kwargs}
         reference = random = None
         if scores is not None:
-            source = f"{atari.SOURCE}: the {{}} score of {rom}"
-            if suite == "toybox":
-                source += "; Toybox reimplements the game and publishes no score of its own"
-            reference = card.Reference(scores[1], source.format("human tester's"), atari.PROTOCOL)
+            remade = "; Toybox reimplements the game and publishes no score of its own" if suite == "toybox" else ""
+            reference = card.Reference(
+                scores[1], f"{atari.SOURCE}: the human tester's score of {rom}{remade}", atari.PROTOCOL
+            )
             if suite == "atari":  # Toybox's random play is its own: measured
-                random = card.Reference(scores[0], source.format("random agent's"), atari.PROTOCOL)
+                random = card.Reference(scores[0], f"{atari.SOURCE}: the random agent's score of {rom}", atari.PROTOCOL)
         recovery = card.RECOVERY["BreakoutNoFrameskip-v4"]
         return Recipe(env_id, kwargs, "atari-games", reference, random, recovery, SHIPPED)
     raise UnknownName(f"`env_id` {env_id!r} is in no suite; suites: {list(SUITES)}")
