@@ -13,6 +13,8 @@ box holds them, and finds the dead zones where a parameter changes nothing.
   2) and classic control (CartPole, Pendulum, Acrobot, MountainCar, MountainCarContinuous) have boxes from half
   to twice each nominal value, of the knobs each task turns on (Swimmer's fluid, Reacher's and Pusher's joint
   damping); :doc:`uncertainty-sets` says why.
+- Box2D's LunarLander and LunarLanderContinuous (1 to 3) have their constructor's physical arguments, over
+  Gymnasium's documented ranges: gravity, wind and turbulence.
 """
 
 from __future__ import annotations
@@ -27,11 +29,16 @@ import numpy as np
 
 from rlwrappers.error import InvalidArgument, UnknownName, did_you_mean
 from rlwrappers.spec import format_value
+from rlwrappers.state.simulators import simulator
 
 __all__ = ["SETS", "Dimension", "UncertaintySet", "uncertainty_set"]
 
 M2TD3: Final = "M2TD3 (Tanabe et al., NeurIPS 2022), the boxes RRLS ships; absolute values"
 HALF_TO_TWICE: Final = "rlwrappers: half to twice each nominal value (see docs/uncertainty-sets.md)"
+LUNAR_LANDER: Final = (
+    "Gymnasium's ranges for LunarLander's arguments: gravity from half its nominal -10 to its bound -12, and the"
+    " recommended wind_power 0 to 20 and turbulence_power 0 to 2 (no wind by default)"
+)
 
 
 @dataclass(frozen=True)
@@ -146,15 +153,12 @@ class UncertaintySet:
 
 
 def _read(env: Any, key: str) -> float:
-    """The value of one ``dynamics_shift`` key (a classic constant or an indexed MuJoCo array) of ``env``."""
-    if key.startswith("opt."):  # a MuJoCo option: viscosity, density, gravity, ...
-        return float(np.max(getattr(env.model.opt, key[4:])))
-    if "[" not in key:
-        return float(getattr(env, key))
-    name, index = key[:-1].split("[")
-    array = getattr(env.model, name)
-    picked = array[tuple(slice(None) if i.strip() == ":" else int(i) for i in index.split(","))]
-    return float(np.max(picked))
+    """The value of one ``dynamics_shift`` key (a parameter, or an indexed one) of ``env``, read by its simulator."""
+    name, _, index = key.partition("[")
+    value = simulator(env, purpose="reading an uncertainty set").parameters()[name]
+    if index:
+        value = value[tuple(slice(None) if i.strip() == ":" else int(i) for i in index[:-1].split(","))]
+    return float(np.max(value))
 
 
 def _mujoco(family: str, env_id: str, *dims: Dimension) -> list[UncertaintySet]:
@@ -170,6 +174,16 @@ def _halves(family: str, env_id: str, *dims: tuple[str, str, float]) -> list[Unc
 def _classic(family: str, env_id: str, *dims: tuple[str, float]) -> list[UncertaintySet]:
     """:func:`_halves` of an env's constants, each named by its attribute in lower case."""
     return _halves(family, env_id, *((key.lower(), key, nominal) for key, nominal in dims))
+
+
+def _lunar_lander(family: str, env_id: str) -> list[UncertaintySet]:
+    """LunarLander's boxes (:data:`LUNAR_LANDER`): gravity alone, with the wind, with the turbulence too."""
+    box = (
+        Dimension("gravity", "gravity", -12.0, -5.0),
+        Dimension("wind_power", "wind_power", 0.0, 20.0),
+        Dimension("turbulence_power", "turbulence_power", 0.0, 2.0),
+    )
+    return [UncertaintySet(family, env_id, box[:n], LUNAR_LANDER) for n in range(1, len(box) + 1)]
 
 
 _FLOOR, _EVERY_GEOM = "geom_friction[0, 0]", "geom_friction[:, 0]"
@@ -251,6 +265,8 @@ _ALL: Final = [
     *_classic("Acrobot", "Acrobot-v1", ("LINK_MASS_2", 1.0), ("LINK_LENGTH_1", 1.0)),
     *_classic("MountainCar", "MountainCar-v0", ("force", 0.001), ("gravity", 0.0025)),
     *_classic("MountainCarContinuous", "MountainCarContinuous-v0", ("power", 0.0015)),
+    *_lunar_lander("LunarLander", "LunarLander-v3"),
+    *_lunar_lander("LunarLanderContinuous", "LunarLanderContinuous-v3"),
 ]
 
 #: Every set by name ("Hopper:3").

@@ -151,5 +151,54 @@ def test_an_env_that_declares_its_parameters_takes_dynamics_shifts_but_no_state_
     assert env.step(0)[1] == pytest.approx(0.0)  # (0.3, 0.7) is the bowl's bottom
     env.close()
     assert (env.unwrapped.x, env.unwrapped.y) == (0.5, 0.5)  # type: ignore[attr-defined]
-    with pytest.raises(StateNotSettable, match="declares its parameters only"):
+    with pytest.raises(StateNotSettable, match="parameters can be set, not its state"):
         rw.wrap(gym.make(BOWL_ID), "init_noise(std=0.1)")
+
+
+def lander_run(spec: str | None, seed: int = 0, steps: int = 60) -> np.ndarray:
+    """The observations of a fixed action sequence on LunarLander-v3, under ``spec`` (None: clean)."""
+    env: gym.Env[Any, Any] = gym.make("LunarLander-v3")
+    env = env if spec is None else rw.wrap(env, spec)
+    observations = [env.reset(seed=seed)[0]]
+    for t in range(steps):
+        observations.append(env.step(t % 4)[0])
+    env.close()
+    return np.array(observations)
+
+
+def test_lunar_lander_takes_gravity_wind_and_turbulence_shifts_and_gives_them_back() -> None:
+    pytest.importorskip("Box2D")
+    env = rw.wrap(gym.make("LunarLander-v3"), "dynamics_shift(values={'gravity': -5.0, 'wind_power': 10.0})")
+    lander = env.unwrapped
+    held = (lander.wind_power, lander.turbulence_power)  # type: ignore[attr-defined]
+    assert held == (15.0, 1.5) and not lander.enable_wind  # type: ignore[attr-defined]
+    assert {k: float(v) for k, v in parameters(env).items()} == {
+        "gravity": -10.0,
+        "wind_power": 0.0,  # in effect: the wind is off
+        "turbulence_power": 0.0,
+    }
+    env.reset(seed=0)
+    assert tuple(lander.world.gravity) == (0.0, -5.0)  # type: ignore[attr-defined]  # the world playing now
+    assert lander.enable_wind and (lander.wind_power, lander.turbulence_power) == (10.0, 0.0)  # type: ignore[attr-defined]
+    env.close()
+    assert lander.gravity == -10.0 and tuple(lander.world.gravity) == (0.0, -10.0)  # type: ignore[attr-defined]
+    assert not lander.enable_wind and (lander.wind_power, lander.turbulence_power) == held  # type: ignore[attr-defined]
+
+
+def test_lunar_lander_shifts_change_its_flight_the_same_way_on_every_run() -> None:
+    pytest.importorskip("Box2D")
+    clean = lander_run(None)
+    np.testing.assert_array_equal(lander_run("dynamics_shift(values={'gravity': -10.0})"), clean)
+    lighter = lander_run("dynamics_shift(values={'gravity': -5.0})")
+    assert (lighter[1:20, 3] > clean[1:20, 3]).all()  # it falls slower
+    windy = lander_run("dynamics_shift(values={'wind_power': 20.0, 'turbulence_power': 2.0})")
+    assert not np.array_equal(windy, clean)
+    np.testing.assert_array_equal(
+        windy, lander_run("dynamics_shift(values={'wind_power': 20.0, 'turbulence_power': 2.0})")
+    )
+    with pytest.raises(InvalidArgument, match="`wind_power` must stay >= 0"):
+        rw.wrap(gym.make("LunarLander-v3"), "dynamics_shift(values={'wind_power': -1.0})")
+    from rlwrappers.error import StateNotSettable
+
+    with pytest.raises(StateNotSettable, match="LunarLander's parameters can be set, not its state"):
+        rw.wrap(gym.make("LunarLander-v3"), "init_noise(std=0.1)")

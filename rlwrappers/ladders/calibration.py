@@ -17,7 +17,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from rlwrappers import _optional
 from rlwrappers.core import Entry
-from rlwrappers.error import IncompatibleSpace, UnknownName, did_you_mean
+from rlwrappers.error import IncompatibleSpace, StateNotSettable, UnknownName, did_you_mean
 from rlwrappers.ladders import definition as card
 from rlwrappers.ladders.effect import Effect, choose
 from rlwrappers.ladders.preprocessing import build_env
@@ -211,6 +211,12 @@ class Scales:
     kind: str
     actions: gym.spaces.Space[Any]
     measurement: Measurement
+    #: The families of the env's kind that it lacks, with the reason (:func:`vector_absent`).
+    absent: Mapping[str, str] = field(default_factory=dict)
+
+    def families(self) -> list[str]:
+        """The families of the env's ladder, in order."""
+        return [name for name in card.FAMILIES if self.kind in FAMILY_KINDS[name] and name not in self.absent]
 
     @property
     def discrete(self) -> bool:
@@ -427,14 +433,39 @@ FAMILY_KINDS: Final[Mapping[str, tuple[str, ...]]] = {
 }
 
 
+def vector_absent(env: gym.Env[Any, Any], spec: gym.envs.registration.EnvSpec) -> dict[str, str]:
+    """The families a vector env lacks, each with the reason.
+
+    Initial-state noise is absent where the env's state cannot be read and set (the env is reset to find out),
+    the dynamics shift where no uncertainty set exists for its simulator (one of the same family and entry point).
+    """
+    absent = {}
+    try:
+        sim = simulator(env, purpose="initial-state noise")
+        env.reset(seed=card.CALIBRATION_SEED)
+        sim.get_state()
+    except StateNotSettable:
+        absent["init_noise"] = "its state cannot be read and set (rlwrappers.state.simulators)"
+    try:
+        box = uncertainty_set(spec.id)
+    except UnknownName:
+        box = None
+    if box is None or gym.spec(box.env_id).entry_point != spec.entry_point:
+        absent["dynamics"] = f"no uncertainty set exists for {spec.id} (rlwrappers list sets)"
+    return absent
+
+
 def env_scales(env_id: str) -> Scales:
     """What ``env_id``'s levels are built from: its kind, its action space, the random policy's scales."""
     env = make_env(env_id)
-    kind, actions = env_kind(env), env.action_space
-    env.close()
+    try:
+        kind, actions = env_kind(env), env.action_space
+        absent = vector_absent(env, gym.spec(env_id)) if kind == "vector" else {}
+    finally:
+        env.close()
     if not isinstance(actions, (gym.spaces.Discrete, gym.spaces.Box)):
         raise IncompatibleSpace(f"a ladder needs Discrete or Box actions, received {actions}")
-    return Scales(env_id, kind, actions, measure(env_id))
+    return Scales(env_id, kind, actions, measure(env_id, state="init_noise" not in absent), absent)
 
 
 def effects_path(env_id: str, directory: str | os.PathLike[str] | None = None) -> Path:
@@ -476,8 +507,7 @@ def calibrate(env_id: str, effects: str | os.PathLike[str] | None = None) -> dic
         )
     scales = env_scales(env_id)
     measured = read_effects(card.EFFECTS_FROM.get(env_id, env_id), effects)
-    names = [name for name in card.FAMILIES if scales.kind in FAMILY_KINDS[name]]
-    families = {name: family_record(scales, name, measured) for name in names}
+    families = {name: family_record(scales, name, measured) for name in scales.families()}
     m = scales.measurement
     obs_noise = families["obs_noise"]["levels"]
     published = card.PUBLISHED_RANDOM.get(env_id)
@@ -508,6 +538,7 @@ def calibrate(env_id: str, effects: str | os.PathLike[str] | None = None) -> dic
         "reference": reference_record(card.REFERENCES[env_id]),
         "reference_agents": [reference_agent(agent) for agent in card.REFERENCE_AGENTS[env_id]],
         "families": families,
+        **({"absent": dict(scales.absent)} if scales.absent else {}),
         "recovery": recovery_record(card.RECOVERY[env_id], obs_noise),
         "interventions": _interventions(env_id),
     }

@@ -60,13 +60,11 @@ from rlwrappers.error import (
     CannotCalibrate,
     InvalidArgument,
     InvalidType,
-    StateNotSettable,
     UnknownName,
     did_you_mean,
 )
 from rlwrappers.ladders import definition as card
 from rlwrappers.ladders.calibration import (
-    FAMILY_KINDS,
     Measurement,
     Scales,
     env_kind,
@@ -75,10 +73,9 @@ from rlwrappers.ladders.calibration import (
     recovery_record,
     reference_record,
     to_json,
+    vector_absent,
 )
 from rlwrappers.ladders.preprocessing import build_env, preprocessing_wrappers
-from rlwrappers.state.simulators import simulator
-from rlwrappers.uncertainty import uncertainty_set
 
 __all__ = [
     "CACHE_VARIABLE",
@@ -250,10 +247,8 @@ def calibrate_provisional(
         raise CannotCalibrate(
             f"{env_id} cannot be calibrated: a card needs Discrete or Box actions, and its action space is {actions}"
         )
-    absent: dict[str, str] = {}
-    state = kind == "vector" and _state_settable(env, absent)
-    if kind == "vector" and not _has_dynamics(spec):
-        absent["dynamics"] = f"no uncertainty set exists for {env_id} (rlwrappers list sets)"
+    absent = vector_absent(env, spec) if kind == "vector" else {}
+    state = kind == "vector" and "init_noise" not in absent
     if kind == "image":
         absent["init_noise"] = absent["dynamics"] = "an image env's state is not a vector of physical quantities"
     else:
@@ -268,9 +263,9 @@ def calibrate_provisional(
     )
     reference = _reference(recipe, spec, random.value)
     units = _units(measured.obs_std, env.observation_space) if kind == "vector" else None
-    scales = Scales(spec.id, kind, actions, Measurement(units, measured.state_std, measured.random_return, 0))
-    names = [name for name in card.FAMILIES if kind in FAMILY_KINDS[name] and name not in absent]
-    families = {name: family_record(scales, name, {}) for name in names}
+    measurement = Measurement(units, measured.state_std, measured.random_return, 0)
+    scales = Scales(spec.id, kind, actions, measurement, absent)
+    families = {name: family_record(scales, name, {}) for name in scales.families()}
     return {
         "ladder": card.LADDER,
         "env_id": env_id,
@@ -354,27 +349,6 @@ def _kind(env_id: str, env: gym.Env[Any, Any], preprocessing: str | None) -> str
         f"{env_id} cannot be calibrated: a card needs float vector observations or uint8 pixel images (H, W, 3 or"
         f" 1, at least {structure.MIN_IMAGE_SIDE} pixels a side), and its observation space is {space}"
     )
-
-
-def _state_settable(env: gym.Env[Any, Any], absent: dict[str, str]) -> bool:
-    """Whether the env's state can be read and set (for initial-state noise); notes why not in ``absent``."""
-    try:
-        sim = simulator(env, purpose="initial-state noise")
-        env.reset(seed=card.CALIBRATION_SEED)
-        sim.get_state()
-    except StateNotSettable:
-        absent["init_noise"] = "its state cannot be read and set (rlwrappers.state.simulators)"
-        return False
-    return True
-
-
-def _has_dynamics(spec: gym.envs.registration.EnvSpec) -> bool:
-    """Whether an uncertainty set exists for the env's simulator (same family, same entry point)."""
-    try:
-        box = uncertainty_set(spec.id)
-    except UnknownName:
-        return False
-    return gym.spec(box.env_id).entry_point == spec.entry_point
 
 
 def _limit(spec: gym.envs.registration.EnvSpec, kwargs: Mapping[str, Any], measured: Measurement, steps: int) -> int:

@@ -12,8 +12,10 @@ built, its reference return and its source, and the recovery window where the ru
 - ``mujoco``: the eleven MuJoCo v5 tasks, with their uncertainty sets (:mod:`rlwrappers.uncertainty`); skill 1
   at each ``reward_threshold``. Humanoid, HumanoidStandup and Walker2d state none: their files hold no
   reference, and their cards need one given (``--reference-return``).
-- ``box2d``: LunarLander, LunarLanderContinuous and BipedalWalker (the ``box2d`` extra); no dynamics family yet,
-  and CarRacing is refused (:data:`REFUSED`).
+- ``box2d``: LunarLander, LunarLanderContinuous and BipedalWalker (the ``box2d`` extra). The LunarLanders' dynamics
+  family shifts their gravity, wind and turbulence (``LunarLander:3``); BipedalWalker takes no physical arguments,
+  so it has none; no Box2D env's state can be set, so none has initial-state noise. CarRacing is refused
+  (:data:`REFUSED`).
 - ``atari``: every game ale-py ships, as ``*NoFrameskip-v4`` where Gymnasium registers that ID, else as
   ``ALE/*-v5`` with ``frameskip=1, repeat_action_probability=0`` (so that both forms play the same raw game),
   under the card's whole-game preprocessing (``atari-games``), capped at 18,000 frames. Skill runs from the

@@ -8,6 +8,8 @@ Two families are supported, each through an explicit, documented table rather th
   ``set_state``; the parameters are the numeric arrays of the MuJoCo model, named as in ``mujoco.MjModel``
   (``body_mass``, ``geom_friction``, ``actuator_gear``, ``dof_damping``, ...) or ``opt.<field>``
   (``opt.gravity``, ``opt.timestep``, ...).
+- Gymnasium's LunarLander (Box2D), for dynamics shifts only: the physical arguments of its constructor
+  (``gravity``, ``wind_power``, ``turbulence_power``; see :class:`_LunarLander`).
 
 Anything else raises :class:`~rlwrappers.error.StateNotSettable` when a state perturbation is built.
 """
@@ -69,6 +71,7 @@ POSITIVE_PARAMETERS: Final[Mapping[str, tuple[str, ...]]] = {
     "Continuous_MountainCarEnv": (),
     "AcrobotEnv": ("LINK_LENGTH_1", "LINK_LENGTH_2", "LINK_MASS_1", "LINK_MASS_2", "LINK_MOI", "dt"),
     "MujocoEnv": ("opt.timestep",),
+    "LunarLander": (),
 }
 
 
@@ -76,6 +79,7 @@ POSITIVE_PARAMETERS: Final[Mapping[str, tuple[str, ...]]] = {
 #: world body has zero mass, so 0 is allowed).
 NONNEGATIVE_PARAMETERS: Final[Mapping[str, tuple[str, ...]]] = {
     "MujocoEnv": ("body_mass", "body_inertia", "geom_friction", "dof_damping", "dof_armature", "dof_frictionloss"),
+    "LunarLander": ("wind_power", "turbulence_power"),
 }
 
 
@@ -308,20 +312,42 @@ def simulator(env: gym.Env[Any, Any], *, purpose: str) -> Simulator:
         return _Classic(base)
     if _is_mujoco(base):
         return _Mujoco(base)
+    if kind in _OWN:
+        return _OWN[kind](base)
     if getattr(base, "dynamics_parameters", None) is not None:
         return _Declared(base)
     raise StateNotSettable(
         f"{purpose} needs an env whose state can be read and set; {kind} is not supported "
-        f"(supported: {', '.join(sorted(CLASSIC_PARAMETERS))} and MuJoCo envs, and for dynamics shifts any env"
-        " that names its float constants in a `dynamics_parameters` attribute)"
+        f"(supported: {', '.join(sorted(CLASSIC_PARAMETERS))} and MuJoCo envs, and for dynamics shifts"
+        f" {', '.join(sorted(_OWN))} and any env that names its float constants in a `dynamics_parameters`"
+        " attribute)"
     )
 
 
-class _Declared(Simulator):
+class _ParametersOnly(Simulator):
+    """An env whose physical parameters can be set, but not its state: state perturbations refuse it."""
+
+    def _refuse(self) -> StateNotSettable:
+        return StateNotSettable(f"{type(self.env).__name__}'s parameters can be set, not its state")
+
+    def state_size(self) -> int:
+        raise self._refuse()
+
+    def get_state(self) -> NDArray[np.float64]:
+        raise self._refuse()
+
+    def set_state(self, state: NDArray[np.float64]) -> None:
+        raise self._refuse()
+
+    def observe(self) -> Any:
+        raise self._refuse()
+
+
+class _Declared(_ParametersOnly):
     """An env that names its physical constants in ``dynamics_parameters``.
 
     Dynamics shifts change them like a classic-control env's constants; ``positive_parameters`` names those that
-    must stay > 0. Its state is its own: state perturbations refuse it.
+    must stay > 0.
     """
 
     kind = "declared"
@@ -329,20 +355,59 @@ class _Declared(Simulator):
     def positive(self) -> tuple[str, ...]:
         return tuple(getattr(self.env, "positive_parameters", ()))
 
-    def state_size(self) -> int:
-        raise StateNotSettable(f"{type(self.env).__name__} declares its parameters only, not its state")
-
-    def get_state(self) -> NDArray[np.float64]:
-        raise StateNotSettable(f"{type(self.env).__name__} declares its parameters only, not its state")
-
-    def set_state(self, state: NDArray[np.float64]) -> None:
-        raise StateNotSettable(f"{type(self.env).__name__} declares its parameters only, not its state")
-
-    def observe(self) -> Any:
-        raise StateNotSettable(f"{type(self.env).__name__} declares its parameters only, not its state")
-
     def parameters(self) -> dict[str, NDArray[np.float64]]:
         return {name: np.array(getattr(self.env, name), dtype=np.float64) for name in self.env.dynamics_parameters}
 
     def set_parameter(self, name: str, value: NDArray[np.float64]) -> None:
         setattr(self.env, name, float(value) if np.ndim(value) == 0 else np.array(value))
+
+
+class _LunarLander(_ParametersOnly):
+    """Gymnasium's LunarLander (discrete and continuous): the physical arguments of its constructor.
+
+    ``gravity`` is the world's (``b2World.gravity``, -10 by default), set in the world that plays now as well
+    as for the worlds later resets build. ``wind_power`` and ``turbulence_power`` are the wind and turbulence
+    in effect: 0 where the env's wind is off (``enable_wind=False``, its default), whatever powers it holds.
+    Setting either above 0 turns the wind on, its pattern starting where ``env.np_random`` puts it (as the env's
+    own reset does when its wind is on); setting both to 0 turns it off.
+    """
+
+    kind = "LunarLander"
+
+    def parameters(self) -> dict[str, NDArray[np.float64]]:
+        env = self.env
+        wind = env.enable_wind
+        return {
+            "gravity": np.array(env.gravity, dtype=np.float64),
+            "wind_power": np.array(env.wind_power if wind else 0.0, dtype=np.float64),
+            "turbulence_power": np.array(env.turbulence_power if wind else 0.0, dtype=np.float64),
+        }
+
+    def set_parameter(self, name: str, value: NDArray[np.float64]) -> None:
+        env = self.env
+        if name == "gravity":
+            env.gravity = float(value)
+            if env.world is not None:
+                env.world.gravity = (0.0, env.gravity)
+            return
+        if not env.enable_wind:  # the powers it holds while off come back when the wind goes off again
+            _HELD_POWERS.setdefault(env, (env.wind_power, env.turbulence_power))
+        powers = self.parameters()
+        powers[name] = np.asarray(value, dtype=np.float64)
+        wind, turbulence = float(powers["wind_power"]), float(powers["turbulence_power"])
+        if wind == 0 and turbulence == 0:
+            env.enable_wind = False
+            env.wind_power, env.turbulence_power = _HELD_POWERS.pop(env, (wind, turbulence))
+            return
+        if not env.enable_wind and env.lander is not None:  # mid-episode: start a pattern as reset does
+            env.wind_idx = env.np_random.integers(-9999, 9999)
+            env.torque_idx = env.np_random.integers(-9999, 9999)
+        env.enable_wind, env.wind_power, env.turbulence_power = True, wind, turbulence
+
+
+#: The wind and turbulence powers a LunarLander held, unused, while its wind was off.
+_HELD_POWERS: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()
+
+
+#: The envs served by an adapter of their own, by class name.
+_OWN: Final[Mapping[str, Callable[[Any], Simulator]]] = {"LunarLander": _LunarLander}

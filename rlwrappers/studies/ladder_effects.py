@@ -40,9 +40,7 @@ REPS: Final = 2000
 def grid_keys(scales: calibration.Scales) -> list[str]:
     """The grids of an env's families, in the ladder's order."""
     keys = []
-    for name in card.FAMILIES:
-        if scales.kind not in calibration.FAMILY_KINDS[name]:
-            continue
+    for name in scales.families():
         subs = scales.sub_families(name)
         keys += [scales.grid_key(name)] if subs is None else [scales.grid_key(name, sub) for sub in subs]
     return keys

@@ -268,8 +268,8 @@ class DynamicsShiftPerturbation(Perturbation):
             )
         if nonnegative and not np.all(result >= 0):
             raise InvalidArgument(
-                f"`{key}` must stay >= 0 (a mass, inertia, friction, damping or armature), but this shift makes it"
-                f" {float(np.min(result))!r}; received values {value!r}, scales {scale!r}"
+                f"`{key}` must stay >= 0 (a mass, inertia, friction, damping, armature or power), but this shift makes"
+                f" it {float(np.min(result))!r}; received values {value!r}, scales {scale!r}"
             )
         if positive and not np.all(result > 0):
             reason = f"`{key}` is a mass, a length, a moment of inertia or a time step"
