@@ -127,23 +127,26 @@ def test_calibrate_ladders_writes_a_suite_and_reports_each_envs_seconds(tmp_path
     assert "5 ladders in " in printed
 
 
-#: One env of each suite and form for the contract (the Atari, MiniGrid and MuJoCo ones are slow).
-CONTRACT = [
+#: One env of each suite and form for the contract, run on every push; the rest of the shipped envs are marked slow.
+CONTRACT_SAMPLE = {
     *suites.CLASSIC_CONTROL,
-    "LunarLander-v3",
-    "LunarLanderContinuous-v3",
+    *suites.BOX2D,
     "MiniGrid-Empty-5x5-v0",
-    *[pytest.param(e, marks=pytest.mark.slow) for e in suites.MUJOCO],
-    pytest.param("PongNoFrameskip-v4", marks=pytest.mark.slow),
-    pytest.param("ALE/Tetris-v5", marks=pytest.mark.slow),
-    pytest.param("rlwrappers/ToyboxAmidar-v0", marks=pytest.mark.slow),
-]
+    "Hopper-v5",
+    "PongNoFrameskip-v4",
+    "ALE/Tetris-v5",
+    "rlwrappers/ToyboxAmidar-v0",
+}
+#: Every shipped env.
+CONTRACT = [e if e in CONTRACT_SAMPLE else pytest.param(e, marks=pytest.mark.slow) for e in SHIPPED_IDS]
 #: The families that need no agent, each at level 3, in one layer.
 UNATTENDED = ("obs_noise", "action_noise", "sticky_action", "init_noise", "dynamics", "corruptions")
 
 
 @pytest.mark.parametrize("env_id", CONTRACT)
 def test_the_contract_holds_on_each_suites_envs_under_their_ladders_families(env_id: str) -> None:
+    import gymnasium as gym
+
     from rlwrappers import wrap
     from rlwrappers.testing import check_wrapper
 
@@ -152,14 +155,19 @@ def test_the_contract_holds_on_each_suites_envs_under_their_ladders_families(env
     entries = [entry for arm in ladder.arms(UNATTENDED) if arm.level == 3 for entry in arm.entries]
 
     def env_fn():
-        return build_env(env_id, ladder.env_kwargs, ladder.preprocessing)
+        env = build_env(env_id, ladder.env_kwargs, ladder.preprocessing)
+        return gym.wrappers.TransformReward(env, float) if walker else env
+
+    # BipedalWalker's own rewards are numpy float32s, which SB3's check refuses before any wrapper: its base env
+    # gives them as floats, through a wrapper whose spec cannot be written (so no spec round trip).
+    walker = env_id == "BipedalWalker-v3"
 
     ran = check_wrapper(
         env_fn,
         lambda env: wrap(env, *entries),
         steps=30,
         async_vector=False,
-        spec=ladder.preprocessing is None,
+        spec=ladder.preprocessing is None and not walker,
     )
     assert "check_determinism" in ran and "check_no_mutation" in ran
 
