@@ -205,7 +205,9 @@ class Reference:
 
 
 #: Mnih et al. (2015), "Human-level control through deep reinforcement learning", Nature 518, Extended Data
-#: Table 2, which the Atari-57 literature (Badia et al. 2020, "Agent57") reuses.
+#: Table 2, which the Atari-57 literature (Badia et al. 2020, "Agent57") reuses. Erratum (docs/card-validity.md):
+#: Mnih et al. print 31.8 for Breakout's human score; 30.5 is the Atari-57 tables'. The text stays as shipped,
+#: since the files' bytes are the hash every card records; the next ladder version cites the Atari-57 tables.
 _ATARI_SOURCE: Final = (
     "Mnih et al. (2015), Human-level control through deep reinforcement learning, Nature 518:529-533, Extended"
     " Data Table 2 (the Atari-57 literature's human and random scores, reused by Badia et al. 2020, Agent57)"
