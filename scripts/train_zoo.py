@@ -51,8 +51,9 @@ workers on two shared cores. Seeds 0, 1 and 2 all take the shortest path, 5 step
 clean return 0.955 (``1 - 0.9 * 5 / 100``, the most an episode pays). The env starts the agent on the same
 cell, facing the same way, every episode, so the 20 evaluation episodes are one episode played 20 times.
 
-**Clean agents on classic control and LunarLander.** Four tasks have no ``kinds``: they train clean agents only,
-seeds 0, 1 and 2, from RL Zoo's tuned settings (``rlwrappers.zoo.hyperparams``). The seconds are the cards'
+**Clean agents on classic control, LunarLander and InvertedPendulum.** Five tasks have no ``kinds``: they train
+clean agents only, seeds 0, 1 and 2, from RL Zoo's tuned settings (``rlwrappers.zoo.hyperparams``) but
+InvertedPendulum's (below). The seconds are the cards'
 ``train_seconds`` (one worker, on two cores shared with other jobs); the returns are each seed's mean clean
 return over the 20 evaluation episodes, with gymnasium's reward threshold in brackets. Together they train in
 about 25 minutes with two workers.
@@ -82,6 +83,9 @@ about 25 minutes with two workers.
   ``box2d`` extra. 242 to 308 s a seed; returns 258.6, 247.4 and 255.9, every evaluation episode above 211.
   RL Zoo's DQN ([256, 256]) reached 186 after 100,000 steps and 205 after 200,000 on seed 0, with crashed
   landings among its episodes.
+- ``ppo-InvertedPendulum-v5`` (950): PPO, [64, 64], 4 envs, 100,000 steps, SB3's defaults but ``n_steps=512``.
+  RL Zoo's settings need ``VecNormalize``, which a card does not hold; these balance the pole for all 1,000 steps
+  from 50,000 steps on (a trial evaluated every 25,000). 35 to 37 s a seed; returns 1000.0 on every seed.
 """
 
 from __future__ import annotations
@@ -233,6 +237,15 @@ TASKS = (
         policy_kwargs=dict(net_arch=[64, 64]),
         module="policy",
         n_envs=16,
+    ),
+    Task(
+        algo="PPO",
+        env_id="InvertedPendulum-v5",
+        timesteps=100_000,
+        hyperparameters=dict(n_steps=512, batch_size=64, n_epochs=10, learning_rate=3e-4, gamma=0.99),
+        policy_kwargs=dict(net_arch=[64, 64]),
+        module="policy",
+        n_envs=4,
     ),
     # An image task: MiniGrid's 7x7 partial view as a 56x56x3 RGB picture, as the MiniGrid ladders build it.
     Task(

@@ -782,8 +782,15 @@ def test_zoo_weights_reproduce_the_card() -> None:
     assert _episode_return(agent, info["env_id"], first_seed) == expected
 
 
-#: The clean classic-control agents, one per acting module a zoo card names (policy, q_net, actor).
-CLASSIC_ZOO_AGENTS = ["ppo-Acrobot-v1", "dqn-MountainCar-v0", "td3-MountainCarContinuous-v0", "ppo-LunarLander-v3"]
+#: The clean agents of classic control, Box2D and MuJoCo, one per acting module a zoo card names (policy, q_net,
+#: actor).
+CLASSIC_ZOO_AGENTS = [
+    "ppo-Acrobot-v1",
+    "dqn-MountainCar-v0",
+    "td3-MountainCarContinuous-v0",
+    "ppo-LunarLander-v3",
+    "ppo-InvertedPendulum-v5",
+]
 
 
 @pytest.mark.parametrize("name", CLASSIC_ZOO_AGENTS)
