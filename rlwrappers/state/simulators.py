@@ -17,6 +17,7 @@ Anything else raises :class:`~rlwrappers.error.StateNotSettable` when a state pe
 from __future__ import annotations
 
 import abc
+import hashlib
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -368,8 +369,8 @@ class _LunarLander(_ParametersOnly):
     ``gravity`` is the world's (``b2World.gravity``, -10 by default), set in the world that plays now as well
     as for the worlds later resets build. ``wind_power`` and ``turbulence_power`` are the wind and turbulence
     in effect: 0 where the env's wind is off (``enable_wind=False``, its default), whatever powers it holds.
-    Setting either above 0 turns the wind on, its pattern starting where ``env.np_random`` puts it (as the env's
-    own reset does when its wind is on); setting both to 0 turns it off.
+    Setting either above 0 turns the wind on, its pattern starting at a phase read from the state of the env's
+    generator (:func:`_wind_phases`; the env's reset draws one when its wind is on); setting both to 0 turns it off.
     """
 
     kind = "LunarLander"
@@ -399,10 +400,21 @@ class _LunarLander(_ParametersOnly):
             env.enable_wind = False
             env.wind_power, env.turbulence_power = _HELD_POWERS.pop(env, (wind, turbulence))
             return
-        if not env.enable_wind and env.lander is not None:  # mid-episode: start a pattern as reset does
-            env.wind_idx = env.np_random.integers(-9999, 9999)
-            env.torque_idx = env.np_random.integers(-9999, 9999)
+        if not env.enable_wind and env.lander is not None:  # mid-episode: start a pattern, as reset does
+            env.wind_idx, env.torque_idx = _wind_phases(env.np_random)
         env.enable_wind, env.wind_power, env.turbulence_power = True, wind, turbulence
+
+
+def _wind_phases(generator: np.random.Generator) -> tuple[int, int]:
+    """Where a LunarLander's wind and turbulence patterns start, in its reset's range [-9999, 9999).
+
+    Read from the env generator's state, not drawn from it: a wrapper leaves the env's generator where it is, so
+    the env's own draws (its engines' particles) stay those of the bare env, and the same seed gives the same
+    phases.
+    """
+    digest = hashlib.sha256(repr(generator.bit_generator.state).encode()).digest()
+    wind, torque = (int.from_bytes(digest[i : i + 8], "little") % 19998 - 9999 for i in (0, 8))
+    return wind, torque
 
 
 #: The wind and turbulence powers a LunarLander held, unused, while its wind was off.
