@@ -790,6 +790,7 @@ CLASSIC_ZOO_AGENTS = [
     "td3-MountainCarContinuous-v0",
     "ppo-LunarLander-v3",
     "ppo-InvertedPendulum-v5",
+    "ppo-InvertedDoublePendulum-v5",
 ]
 
 
