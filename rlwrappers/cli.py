@@ -469,15 +469,17 @@ def _card_ladder(args: argparse.Namespace, *, shown: bool = False) -> Any:
             steps=args.calibration_steps,
             refresh=args.recalibrate,
         )
+    absent = "".join(f"\n  no {name}: {why}" for name, why in ladder.absent.items())
     if ladder.provisional is not None:
         origin = ladder.provisional["origin"]
         kept = f"cached in {cache_folder()}" if origin == ORIGIN else "shipped with the package"
-        absent = "".join(f"\n  no {name}: {why}" for name, why in ladder.provisional["absent"].items())
-        print(
-            f"Provisional ladder of {args.env}, {origin} (SHA-256 {ladder.sha256[:16]}, {kept}): levels in"
-            f" physical units, without reference agents.{absent}",
-            file=sys.stderr if getattr(args, "json", False) else sys.stdout,  # --json prints the file alone
-        )
+        said = f"Provisional ladder of {args.env}, {origin} (SHA-256 {ladder.sha256[:16]}, {kept}): levels in"
+        said += f" physical units, without reference agents.{absent}"
+    elif absent:
+        said = f"The ladder of {args.env} lacks families of its kind:{absent}"
+    else:
+        return ladder
+    print(said, file=sys.stderr if getattr(args, "json", False) else sys.stdout)  # --json prints the file alone
     return ladder
 
 

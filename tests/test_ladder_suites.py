@@ -230,3 +230,13 @@ def test_the_ladder_command_shows_a_shipped_ladder_without_reference(capsys) -> 
     assert "skill 1: 3000" in given and ladders.card_ladder("Walker2d-v5", reference_return=3000.0).sha256 in given
     assert main(["card", "--env", "Walker2d-v5", "--agent", "x", "--out", "o"]) == 2
     assert "states no reference return" in capsys.readouterr().err
+
+
+def test_the_ladder_command_names_the_families_an_agent_calibrated_ladder_lacks(capsys) -> None:
+    pytest.importorskip("Box2D")
+    from rlwrappers.cli import main
+
+    assert main(["ladder", "--env", "LunarLander-v3"]) == 0
+    shown = capsys.readouterr().out
+    assert "no init_noise: its state cannot be read and set" in shown
+    assert "dynamics (by effect) dynamics_shift" in shown and "provisional" not in shown.lower()

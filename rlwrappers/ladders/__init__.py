@@ -18,12 +18,15 @@ for :func:`rlwrappers.evaluate`), so the shifts act on the agent's input. The ca
 way (:func:`rlwrappers.ladders.calibration.make_env`).
 
 Version ``card-v2`` (:data:`LADDER`) ships ladders for the standard suites (:data:`SUITES`, listed by
-:func:`suite_envs`; :mod:`rlwrappers.ladders.suites` says how each env's is made). Six of them have their levels
-chosen by the effect on vanilla reference agents: CartPole-v1, Pendulum-v1, Hopper-v5, rlwrappers/Catch-v0,
-BreakoutNoFrameskip-v4 and rlwrappers/ToyboxBreakout-v0, whose files this docstring describes; the others follow
-the rules of a provisional ladder. Any other registered env gets a provisional ladder, calibrated on first use
-and cached (:func:`provisional_ladder`, :mod:`rlwrappers.ladders.provisional`); :func:`card_ladder` gives the
-one a card plays. Its constants live in :mod:`rlwrappers.ladders.definition`.
+:func:`suite_envs`; :mod:`rlwrappers.ladders.suites` says how each env's is made). Thirteen of them have their
+levels chosen by the effect on vanilla reference agents (:data:`~rlwrappers.ladders.definition.ENVS`): the six
+whose files this docstring describes (CartPole-v1, Pendulum-v1, Hopper-v5, rlwrappers/Catch-v0,
+BreakoutNoFrameskip-v4 and rlwrappers/ToyboxBreakout-v0), then Acrobot-v1, MountainCar-v0,
+MountainCarContinuous-v0, LunarLander-v3, MiniGrid-Empty-5x5-v0, InvertedPendulum-v5 and
+InvertedDoublePendulum-v5; the others follow the rules of a provisional ladder. Any other registered env gets a
+provisional ladder, calibrated on first use and cached (:func:`provisional_ladder`,
+:mod:`rlwrappers.ladders.provisional`); :func:`card_ladder` gives the one a card plays. Its constants live in
+:mod:`rlwrappers.ladders.definition`.
 The files of ``card-v1`` (:data:`EARLIER`), which have the same levels but no reference return, still ship and
 read (``ladder(env_id, "card-v1")``), so that card-v1 cards compare among themselves.
 
@@ -167,7 +170,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -292,6 +295,8 @@ class Ladder:
         provisional: None for a ladder calibrated on its reference agents; else ``{"origin", "rules", "absent"}``:
             how it was made without them (:mod:`rlwrappers.ladders.provisional`), and each family it lacks, with
             the reason.
+        absent: each family of its kind the env lacks, with the reason (LunarLander's state cannot be set, so it
+            has no initial-state noise); a provisional ladder's says more (its corruptions on vectors, ...).
         sha256: the SHA-256 of the ladder's file text (:func:`to_json`): cards compare only under one.
     """
 
@@ -309,6 +314,7 @@ class Ladder:
     random: Mapping[str, Any] | None = None
     reference_agents: tuple[Mapping[str, Any], ...] = ()
     provisional: Mapping[str, Any] | None = None
+    absent: Mapping[str, str] = field(default_factory=dict)
     sha256: str = ""
 
     @property
@@ -374,6 +380,7 @@ class Ladder:
             random=copy.deepcopy(data.get("random")),
             reference_agents=tuple(copy.deepcopy(list(data.get("reference_agents", [])))),
             provisional=copy.deepcopy(data.get("provisional")),
+            absent=dict(data.get("absent") or (data.get("provisional") or {}).get("absent", {})),
             sha256=hashlib.sha256(to_json(data).encode()).hexdigest(),
         )
 

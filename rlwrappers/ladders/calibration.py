@@ -498,11 +498,12 @@ def calibrate(env_id: str, effects: str | os.PathLike[str] | None = None) -> dic
     ``effects/`` one), or are card-v1's for a family without one.
 
     Raises:
-        UnknownName: the version has no ladder for ``env_id``.
+        UnknownName: ``env_id`` has no reference agents in the version (:data:`~rlwrappers.ladders.definition.ENVS`).
     """
     if env_id not in card.ENVS:
         raise UnknownName(
-            f"`env_id` {env_id!r} has no {card.LADDER} ladder; ladders exist for {list(card.ENVS)}."
+            f"`env_id` {env_id!r} has no {card.LADDER} reference agents to calibrate on; envs with them:"
+            f" {list(card.ENVS)}. A suite's other envs are made by rlwrappers.ladders.suites.calibrate."
             + did_you_mean(str(env_id), card.ENVS)
         )
     scales = env_scales(env_id)

@@ -45,6 +45,7 @@ __all__ = [
     "LADDER",
     "LEVELS",
     "MEDIAN_BLUR_K",
+    "MINIGRID_REFERENCE",
     "OBS_NOISE_K",
     "PARAM_NOISE_STD",
     "PERSPECTIVE_NORM",
@@ -148,7 +149,8 @@ CORRUPTIONS: Final[Mapping[str, Family]] = {
     "jpeg": Family("JPEG compression", {"image": "JPEG quality (falls as the level rises)"}),
 }
 
-#: The envs the version has a ladder for, in order.
+#: The envs with vanilla reference agents, whose levels the agents' measured effects choose, in order (every other
+#: env of a suite follows the provisional rules: :mod:`rlwrappers.ladders.suites`).
 ENVS: Final = (
     "CartPole-v1",
     "Pendulum-v1",
@@ -156,6 +158,13 @@ ENVS: Final = (
     "rlwrappers/Catch-v0",
     "BreakoutNoFrameskip-v4",
     "rlwrappers/ToyboxBreakout-v0",
+    "Acrobot-v1",
+    "MountainCar-v0",
+    "MountainCarContinuous-v0",
+    "LunarLander-v3",
+    "MiniGrid-Empty-5x5-v0",
+    "InvertedPendulum-v5",
+    "InvertedDoublePendulum-v5",
 )
 
 # How each env is built: ``gym.make(env_id, **ENV_KWARGS[env_id])``, then the wrappers its preprocessing names.
@@ -173,6 +182,10 @@ ENV_PACKAGES: Final[Mapping[str, str]] = {
     "Hopper-v5": "mujoco",
     "BreakoutNoFrameskip-v4": "ale_py",
     "rlwrappers/ToyboxBreakout-v0": "ctoybox",
+    "LunarLander-v3": "Box2D",
+    "MiniGrid-Empty-5x5-v0": "minigrid",
+    "InvertedPendulum-v5": "mujoco",
+    "InvertedDoublePendulum-v5": "mujoco",
 }
 #: The preprocessing names and what each does: :func:`rlwrappers.ladders.preprocessing_wrappers` makes its wrappers.
 PREPROCESSING: Final[Mapping[str, str]] = {
@@ -189,6 +202,7 @@ PREPROCESSING: Final[Mapping[str, str]] = {
 ENV_PREPROCESSING: Final[Mapping[str, str]] = {
     "BreakoutNoFrameskip-v4": "atari-games",
     "rlwrappers/ToyboxBreakout-v0": "atari-games",
+    "MiniGrid-Empty-5x5-v0": "minigrid-rgb",
 }
 
 
@@ -217,6 +231,24 @@ _ATARI_PROTOCOL: Final = (
     " score; the card plays them so (atari-games preprocessing: SB3's AtariWrapper no-op starts, the 18,000-frame"
     " cap)"
 )
+
+
+def _threshold(env_id: str, value: float, limit: int) -> Reference:
+    """An env's ``reward_threshold`` as its reference, played under its registered step limit."""
+    return Reference(
+        value,
+        f"the env's reward_threshold ({env_id}'s registration): the return its authors count as solving it",
+        f"one episode, up to {limit:,} steps",
+    )
+
+
+#: MiniGrid's rewards are at most 1 (a success at step 0); each step costs 0.9 / max_steps of it.
+MINIGRID_REFERENCE: Final = Reference(
+    1.0,
+    "the bound of MiniGrid's returns: one reward per episode, 1 - 0.9 * steps / max_steps on success, else 0;"
+    " MiniGrid states no reward_threshold",
+    "one episode, up to the env's max_steps",
+)
 _BREAKOUT_HUMAN: Final = Reference(30.5, _ATARI_SOURCE + ": the human tester's score", _ATARI_PROTOCOL)
 
 #: The reference return of each env, skill 1 (:func:`rlwrappers.metrics.grade.skill`).
@@ -242,6 +274,13 @@ REFERENCES: Final[Mapping[str, Reference]] = {
     "rlwrappers/Catch-v0": Reference(
         10.0, "the env's maximum return: every one of its 10 balls caught (+1 each)", "one episode of 10 balls"
     ),
+    "Acrobot-v1": _threshold("Acrobot-v1", -100.0, 500),
+    "MountainCar-v0": _threshold("MountainCar-v0", -110.0, 200),
+    "MountainCarContinuous-v0": _threshold("MountainCarContinuous-v0", 90.0, 999),
+    "LunarLander-v3": _threshold("LunarLander-v3", 200.0, 1000),
+    "MiniGrid-Empty-5x5-v0": MINIGRID_REFERENCE,
+    "InvertedPendulum-v5": _threshold("InvertedPendulum-v5", 950.0, 1000),
+    "InvertedDoublePendulum-v5": _threshold("InvertedDoublePendulum-v5", 9100.0, 1000),
     "BreakoutNoFrameskip-v4": _BREAKOUT_HUMAN,
     "rlwrappers/ToyboxBreakout-v0": Reference(
         _BREAKOUT_HUMAN.value,
@@ -286,6 +325,13 @@ REFERENCE_AGENTS: Final[Mapping[str, tuple[ReferenceAgent, ...]]] = {
     # The two Breakout agents of the project's shared agents (SB3's PPO and DQN; see docs/agents.md).
     "BreakoutNoFrameskip-v4": _BREAKOUT_AGENTS,
     "rlwrappers/ToyboxBreakout-v0": _BREAKOUT_AGENTS,
+    "Acrobot-v1": tuple(ReferenceAgent(f"ppo-Acrobot-v1@{seed}") for seed in range(3)),
+    "MountainCar-v0": tuple(ReferenceAgent(f"dqn-MountainCar-v0@{seed}") for seed in range(3)),
+    "MountainCarContinuous-v0": tuple(ReferenceAgent(f"td3-MountainCarContinuous-v0@{seed}") for seed in range(3)),
+    "LunarLander-v3": tuple(ReferenceAgent(f"ppo-LunarLander-v3@{seed}") for seed in range(3)),
+    "MiniGrid-Empty-5x5-v0": tuple(ReferenceAgent(f"ppo-MiniGrid-Empty-5x5-v0@{seed}") for seed in range(3)),
+    "InvertedPendulum-v5": tuple(ReferenceAgent(f"ppo-InvertedPendulum-v5@{seed}") for seed in range(3)),
+    "InvertedDoublePendulum-v5": tuple(ReferenceAgent(f"ppo-InvertedDoublePendulum-v5@{seed}") for seed in range(3)),
 }
 
 
@@ -357,8 +403,12 @@ DISCRETE_GRIDS: Final = frozenset(
 #: Evaluation seeds and episodes per seed of each reference agent at each grid point.
 EFFECT_SEEDS: Final = 3
 EFFECT_EPISODES: Final = 10
-#: Where whole games make that too long: (seeds, episodes) of each reference agent at each grid point.
-EFFECT_SIZES: Final[Mapping[str, tuple[int, int]]] = {"BreakoutNoFrameskip-v4": (3, 4)}
+#: Where long episodes make that too long: (seeds, episodes) of each reference agent at each grid point (Breakout's
+#: whole games; InvertedDoublePendulum's 1,000 steps, each attacked by 10 PGD iterations in the attack family).
+EFFECT_SIZES: Final[Mapping[str, tuple[int, int]]] = {
+    "BreakoutNoFrameskip-v4": (3, 4),
+    "InvertedDoublePendulum-v5": (3, 4),
+}
 #: Envs whose levels come from another env's measured effects: Toybox's Breakout takes ALE Breakout's, measured
 #: on the agents trained there (they barely play Toybox's, so its own drops would say nothing).
 EFFECTS_FROM: Final[Mapping[str, str]] = {"rlwrappers/ToyboxBreakout-v0": "BreakoutNoFrameskip-v4"}
@@ -389,6 +439,18 @@ RECOVERY: Final[Mapping[str, RecoveryWindow]] = {
     # 700 to 900, so the horizon in effect runs to the game's end.
     "BreakoutNoFrameskip-v4": RecoveryWindow(200, 300, 100, 1000),
     "rlwrappers/ToyboxBreakout-v0": RecoveryWindow(200, 300, 100, 1000),
+    # The episode-limit rule of provisional ladders (a fifth to three tenths of the way in, a window of a
+    # twenty-fifth, a horizon of two fifths), applied to the reference agents' clean episodes, which end long
+    # before the limit: Acrobot's about 80 steps, MountainCar's about 100, MountainCarContinuous's about 150,
+    # LunarLander's about 340, MiniGrid-Empty-5x5's 5 (its shortest path). The inverted pendulums' agents balance
+    # for the whole 1,000 steps.
+    "Acrobot-v1": RecoveryWindow(16, 24, 3, 32),
+    "MountainCar-v0": RecoveryWindow(20, 30, 4, 40),
+    "MountainCarContinuous-v0": RecoveryWindow(30, 45, 6, 60),
+    "LunarLander-v3": RecoveryWindow(68, 102, 14, 136),
+    "MiniGrid-Empty-5x5-v0": RecoveryWindow(1, 2, 1, 2),
+    "InvertedPendulum-v5": RecoveryWindow(200, 300, 40, 400),
+    "InvertedDoublePendulum-v5": RecoveryWindow(200, 300, 40, 400),
 }
 
 

@@ -1,12 +1,14 @@
 """The standard suites that ship card-v2 ladders, and how each of their envs' ladders is made.
 
 :data:`SUITES` names them; :func:`suite_envs` lists each suite's envs. An env with vanilla reference agents
-(:data:`~rlwrappers.ladders.definition.ENVS`: CartPole-v1, Pendulum-v1, Hopper-v5, Catch, Breakout and Toybox's
-Breakout) has its levels chosen by their effect (:func:`rlwrappers.ladders.calibration.calibrate`). Every other
-env of a suite ships a ladder made by the rules of a provisional one (:mod:`rlwrappers.ladders.provisional`:
-card-v1's constant levels in units the random policy measures), with the suite's own recipe: how the env is
-built, its reference return and its source, and the recovery window where the rule does not fit. Such a file says
-``provisional.origin`` = :data:`~rlwrappers.ladders.provisional.SHIPPED`, and so does its card.
+(:data:`~rlwrappers.ladders.definition.ENVS`: CartPole-v1, Pendulum-v1, Hopper-v5, Catch, Breakout, Toybox's
+Breakout, Acrobot-v1, MountainCar-v0, MountainCarContinuous-v0, LunarLander-v3, MiniGrid-Empty-5x5-v0,
+InvertedPendulum-v5 and InvertedDoublePendulum-v5) has its levels chosen by their effect
+(:func:`rlwrappers.ladders.calibration.calibrate`). Every other env of a suite ships a ladder made by the rules of
+a provisional one (:mod:`rlwrappers.ladders.provisional`: card-v1's constant levels in units the random policy
+measures), with the suite's own recipe: how the env is built, its reference return and its source, and the
+recovery window where the rule does not fit. Such a file says ``provisional.origin`` =
+:data:`~rlwrappers.ladders.provisional.SHIPPED`, and so does its card.
 
 - ``classic-control``: Gymnasium's five; skill 1 at each env's ``reward_threshold``.
 - ``mujoco``: the eleven MuJoCo v5 tasks, with their uncertainty sets (:mod:`rlwrappers.uncertainty`); skill 1
@@ -96,13 +98,6 @@ REFUSED: Final = {
 #: The raw-game settings of the Atari games without a NoFrameskip-v4 ID: the v5 ID's frame skip and sticky
 #: actions off, so that the card's preprocessing plays it as it plays the NoFrameskip-v4 games.
 V5_RAW: Final = {"frameskip": 1, "repeat_action_probability": 0.0}
-#: MiniGrid's rewards are at most 1 (a success at step 0); each step costs 0.9 / max_steps of it.
-_MINIGRID_REFERENCE: Final = card.Reference(
-    1.0,
-    "the bound of MiniGrid's returns: one reward per episode, 1 - 0.9 * steps / max_steps on success, else 0;"
-    " MiniGrid states no reward_threshold",
-    "one episode, up to the env's max_steps",
-)
 
 
 def _atari_ids() -> tuple[str, ...]:
@@ -176,7 +171,7 @@ def recipe(env_id: str) -> Recipe:
     if suite in ("classic-control", "mujoco", "box2d"):
         return Recipe(env_id, origin=SHIPPED)
     if suite == "minigrid":
-        return Recipe(env_id, preprocessing="minigrid-rgb", reference=_MINIGRID_REFERENCE, origin=SHIPPED)
+        return Recipe(env_id, preprocessing="minigrid-rgb", reference=card.MINIGRID_REFERENCE, origin=SHIPPED)
     if suite in ("atari", "toybox"):
         from rlwrappers.ladders import atari
 
