@@ -107,7 +107,8 @@ class UncertaintySet:
 
     def read(self, env: gym.Env[Any, Any]) -> dict[str, float]:
         """Each parameter's value in ``env`` now (the largest, for a key that spans several elements)."""
-        return {d.name: _read(env.unwrapped, d.key) for d in self.dims}
+        parameters = simulator(env, purpose="reading an uncertainty set").parameters()
+        return {d.name: _value(parameters, d.key) for d in self.dims}
 
     def nominal(self) -> dict[str, float]:
         """The env's own value of each parameter, read from a fresh env."""
@@ -152,10 +153,10 @@ class UncertaintySet:
                 raise InvalidArgument(f"`{d.name}` = {point[d.name]!r} lies outside {self.name}'s [{d.low}, {d.high}]")
 
 
-def _read(env: Any, key: str) -> float:
-    """The value of one ``dynamics_shift`` key (a parameter, or an indexed one) of ``env``, read by its simulator."""
+def _value(parameters: Mapping[str, Any], key: str) -> float:
+    """The value of one ``dynamics_shift`` key (a parameter, or an indexed one) among a simulator's parameters."""
     name, _, index = key.partition("[")
-    value = simulator(env, purpose="reading an uncertainty set").parameters()[name]
+    value = parameters[name]
     if index:
         value = value[tuple(slice(None) if i.strip() == ":" else int(i) for i in index[:-1].split(","))]
     return float(np.max(value))
