@@ -229,3 +229,44 @@ def test_scalar_noise_is_the_same_draw_as_noise_of_shape_unit(std, dist, seed):
 
     array = noise.noise((), std, dist, np.random.default_rng(seed))
     assert noise.scalar_noise(std, dist, np.random.default_rng(seed)) == float(array[()])
+
+
+@st.composite
+def float_noise_cases(draw):
+    """An array of float32 or float64, a scale (one, or one per element) and bounds (none, one, or per element)."""
+    from hypothesis.extra import numpy as hnp
+
+    dtype = np.dtype(draw(st.sampled_from([np.float32, np.float64])))
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, max_side=5))
+    values = st.floats(-1e6, 1e6, width=8 * dtype.itemsize)
+    x = draw(hnp.arrays(dtype, shape, elements=values | st.sampled_from([0.0, -0.0])))
+    std = draw(st.floats(0.0, 10.0) | hnp.arrays(np.float64, shape, elements=st.floats(0.0, 10.0)))
+    bound = st.floats(-10.0, 10.0) | st.sampled_from([-np.inf, np.inf, 0.0, -0.0])
+    low, high = draw(st.one_of(st.just((None, None)), st.tuples(bound, bound).map(sorted)))
+    if low is not None and draw(st.booleans()):  # per element, as a Box of varying bounds gives them
+        low, high = np.full(shape, low, dtype), np.full(shape, high, dtype)
+    return x, std, low, high
+
+
+@given(case=float_noise_cases(), dist=DISTS, seed=st.integers(0, 2**32 - 1))
+@SETTINGS
+def test_prepared_float_noise_gives_add_noises_bits(case, dist, seed):
+    from rlwrappers.functional import noise
+
+    x, std, low, high = case
+    prepared = noise.FloatNoise(std, dist, x.dtype, low, high)
+    expected = noise.add_noise(x, std, dist, np.random.default_rng(seed), low, high)
+    result = prepared.add(x, np.random.default_rng(seed))
+    in_place = x.copy()
+    prepared.add_in_place(in_place, np.random.default_rng(seed))
+    assert result.dtype == in_place.dtype == expected.dtype
+    assert result.tobytes() == in_place.tobytes() == expected.tobytes()  # signed zeros and NaNs included
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.uint8, np.int64])
+def test_prepared_float_noise_refuses_other_dtypes(dtype):
+    from rlwrappers.error import InvalidType
+    from rlwrappers.functional import noise
+
+    with pytest.raises(InvalidType, match=f"`dtype` must be float32 or float64.*{np.dtype(dtype)}"):
+        noise.FloatNoise(0.1, "gaussian", dtype)

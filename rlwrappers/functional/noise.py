@@ -18,10 +18,13 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rlwrappers.error import InvalidType
+
 __all__ = [
     "DISTRIBUTIONS",
     "MAX_DRAW",
     "add_noise",
+    "FloatNoise",
     "TableNoise",
     "integer_noise_table",
     "noise",
@@ -53,14 +56,19 @@ def noise(
     standard deviation ``std``.
     """
     dtype = np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)  # numpy draws only these
-    if dist == "gaussian":
-        unit = rng.standard_normal(shape, dtype=dtype)
-    else:
-        unit = rng.random(shape, dtype=dtype)
-        unit *= 2.0
-        unit -= 1.0
-        unit *= _SQRT3
+    unit = _unit_noise(shape, dist, rng, dtype)
     unit *= np.asarray(std, dtype=dtype)
+    return unit
+
+
+def _unit_noise(shape: tuple[int, ...], dist: str, rng: np.random.Generator, dtype: np.dtype[Any]) -> NDArray[Any]:
+    """Noise of standard deviation 1 in ``dtype`` (float32 or float64), a new array."""
+    if dist == "gaussian":
+        return rng.standard_normal(shape, dtype=dtype)
+    unit = rng.random(shape, dtype=dtype)
+    unit *= 2.0
+    unit -= 1.0
+    unit *= _SQRT3
     return unit
 
 
@@ -196,6 +204,60 @@ class TableNoise:
         np.take(self.table, indices, out=step)
         np.add(x.reshape(-1), step, out=total)
         return _saturate(total, x, low, high)
+
+
+class FloatNoise:
+    """:func:`add_noise` on float32 or float64 arrays of one dtype, its scale and bounds read once.
+
+    The same draws, products, sums and clips as :func:`add_noise` on arrays of :attr:`dtype` (whose scale and
+    bounds are cast to it), without reading its arguments on every call: on a short vector that reading is about a
+    quarter of the cost. The scale and bounds broadcast to the arrays' shape.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.zeros(3, dtype=np.float32)
+        >>> prepared = FloatNoise(0.5, "gaussian", np.float32, low=-1.0, high=1.0)
+        >>> bool(np.array_equal(prepared.add(x, np.random.default_rng(0)),
+        ...                     add_noise(x, 0.5, "gaussian", np.random.default_rng(0), -1.0, 1.0)))
+        True
+    """
+
+    def __init__(
+        self, std: ArrayLike, dist: str, dtype: Any, low: ArrayLike | None = None, high: ArrayLike | None = None
+    ) -> None:
+        self.dtype = np.dtype(dtype)
+        if not self.covers(self.dtype):
+            raise InvalidType(f"`dtype` must be float32 or float64 (numpy draws only these), received {self.dtype}")
+        self.dist = dist
+        # 0-d arrays rather than numpy scalars: a ufunc takes them at about two thirds of the cost.
+        self._std = np.asarray(std, dtype=self.dtype)
+        self._low = None if low is None else np.asarray(low, dtype=self.dtype)
+        self._high = None if high is None else np.asarray(high, dtype=self.dtype)
+        self._clips = low is not None or high is not None
+
+    @staticmethod
+    def covers(dtype: np.dtype[Any]) -> bool:
+        """Whether arrays of ``dtype`` take float noise of their own dtype (numpy draws float32 and float64)."""
+        return dtype == np.float32 or dtype == np.float64
+
+    def add(self, x: NDArray[Any], rng: np.random.Generator) -> NDArray[Any]:
+        """``x`` plus noise, clipped, as a new array; ``x`` has :attr:`dtype`."""
+        out = self._noise(x.shape, rng)
+        np.add(x, out, out=out)
+        if self._clips:
+            np.clip(out, self._low, self._high, out=out)
+        return out
+
+    def add_in_place(self, x: NDArray[Any], rng: np.random.Generator) -> None:
+        """Adds noise to ``x`` and clips it, in place; ``x`` has :attr:`dtype`."""
+        x += self._noise(x.shape, rng)
+        if self._clips:
+            np.clip(x, self._low, self._high, out=x)
+
+    def _noise(self, shape: tuple[int, ...], rng: np.random.Generator) -> NDArray[Any]:
+        unit = _unit_noise(shape, self.dist, rng, self.dtype)
+        unit *= self._std
+        return unit
 
 
 def tight_bounds(low: NDArray[Any], high: NDArray[Any]) -> tuple[Any, Any]:

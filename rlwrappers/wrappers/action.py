@@ -92,6 +92,13 @@ class ActionNoisePerturbation(Perturbation):
         if self.p > 0.0 and not (np.all(np.isfinite(self._low)) and np.all(np.isfinite(self._high))):
             raise IncompatibleSpace(f"`p` needs bounded actions to draw from, received {space}")
         self._std = np.asarray(self.std, dtype=np.float64)
+        self._prepare_float()
+
+    def _prepare_float(self) -> None:
+        """The prepared noise of float32 and float64 Box actions (others take ``add_noise`` on every call)."""
+        space = self._space
+        covered = isinstance(space, gym.spaces.Box) and noise.FloatNoise.covers(space.dtype)
+        self._float = noise.FloatNoise(self._std, "gaussian", space.dtype, self._low, self._high) if covered else None
 
     @override
     def set_params(
@@ -108,6 +115,7 @@ class ActionNoisePerturbation(Perturbation):
         self.std = std if isinstance(std, float) else _check.scale("std", std)
         self.p = float(params["p"])
         self._std = np.asarray(self.std, dtype=np.float64)
+        self._prepare_float()
 
     @override
     def action(self, action: Any, previous: Any, rng: np.random.Generator) -> tuple[Any, Record]:
@@ -120,7 +128,11 @@ class ActionNoisePerturbation(Perturbation):
             )
             executed, replaced = batch[0, ...], bool(mask.any())  # [0, ...] keeps a 0-d action an array
         if isinstance(space, gym.spaces.Box) and self.std != 0.0:
-            executed = noise.add_noise(executed, self._std, "gaussian", rng, self._low, self._high)
+            prepared = self._float  # executed has the space's dtype
+            if prepared is not None:
+                executed = prepared.add(executed, rng)
+            else:
+                executed = noise.add_noise(executed, self._std, "gaussian", rng, self._low, self._high)
         return _native(executed, space), {"executed": executed.copy(), "replaced": replaced}
 
 

@@ -161,6 +161,12 @@ class ObservationNoisePerturbation(ObservationPerturbation):
         self._dtype, self._shape = box.dtype, box.shape
         table = self._integer and isinstance(self.std, float) and noise.TableNoise.covers(self.std)
         self._table = noise.TableNoise(self.std, self.dist) if table else None  # type: ignore[arg-type]
+        self._prepare_float()
+
+    def _prepare_float(self) -> None:
+        """The prepared noise of float32 and float64 observations (others take ``add_noise`` on every call)."""
+        covered = noise.FloatNoise.covers(self._dtype)
+        self._float = noise.FloatNoise(self._std, self.dist, self._dtype, self._low, self._high) if covered else None
 
     @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
@@ -202,6 +208,7 @@ class ObservationNoisePerturbation(ObservationPerturbation):
         std = params["std"]  # on floats the noise follows from std alone
         self.std = std if isinstance(std, float) else _check.scale("std", std)
         self._std = np.asarray(self.std, dtype=np.float64)
+        self._prepare_float()
 
     @override
     def array_space(self, space: gym.Space[Any]) -> gym.Space[Any]:
@@ -217,6 +224,9 @@ class ObservationNoisePerturbation(ObservationPerturbation):
 
     @override
     def observe(self, obs: Any, rng: np.random.Generator) -> tuple[Any, Record]:
+        prepared = self._float
+        if prepared is not None and type(obs) is np.ndarray and obs.dtype == prepared.dtype:
+            return prepared.add(obs, rng), {}
         if self._table is not None:
             return self._table.add(np.asarray(obs), rng, self._low, self._high), {}
         return noise.add_noise(obs, self._std, self.dist, rng, self._low, self._high), {}
@@ -243,6 +253,8 @@ class _FusedNoise:
         self.low, self.high = (None, None)
         if first.clip:
             self.low, self.high = noise.tight_bounds(flat([p._low for p in parts]), flat([p._high for p in parts]))
+        covered = noise.FloatNoise.covers(first._dtype)
+        self.prepared = noise.FloatNoise(self.std, self.dist, first._dtype, self.low, self.high) if covered else None
 
     @classmethod
     def of(cls, entries: Mapping[structure.Path, ObservationNoisePerturbation]) -> _FusedNoise | None:
@@ -259,9 +271,13 @@ class _FusedNoise:
         on one array of their own that takes the noise in place.
         """
         x = np.concatenate(self.access.gather(obs), axis=None if self.shapes else 0)
-        x += noise.noise(x.shape, self.std, self.dist, rng, x.dtype)
-        if self.low is not None:
-            np.clip(x, self.low, self.high, out=x)
+        prepared = self.prepared
+        if prepared is not None and x.dtype == prepared.dtype:
+            prepared.add_in_place(x, rng)
+        else:
+            x += noise.noise(x.shape, self.std, self.dist, rng, x.dtype)
+            if self.low is not None:
+                np.clip(x, self.low, self.high, out=x)
         if self.shapes is None:
             return self.access.scatter(obs, map(x.__getitem__, self.slices))
         return self.access.scatter(
