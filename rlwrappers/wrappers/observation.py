@@ -131,7 +131,7 @@ class ObservationNoisePerturbation(ObservationPerturbation):
 
     On float entries of one dtype in a Dict or Tuple the noise is drawn at once for all of them, laid end to end:
     the same values as entry by entry (numpy draws a run of values the same in one call or in several), at the
-    cost of noise on one array of their total size.
+    cost of noise on one array of their total size plus gathering the entries into it.
     """
 
     name = "obs_noise"
