@@ -136,17 +136,30 @@ def test_readme_claims(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(rw.catalogue()) == 70
 
 
-@pytest.mark.slow
-def test_cli_commands_in_the_docs_run(tmp_path: Path) -> None:
+def cli_commands(page: Path) -> list[list[str]]:
+    """The arguments of each ``rlwrappers`` command in a page's bash blocks, in order."""
     commands = []
-    for page in PAGES:
-        for _, code in blocks(page, "bash"):
-            for line in code.replace("\\\n", " ").splitlines():  # join continued lines
-                words = shlex.split(line, comments=True)
-                if words[:1] == ["rlwrappers"]:
-                    commands.append(words[1:])
-    assert ["list"] in commands
-    for args in commands:
+    for _, code in blocks(page, "bash"):
+        for line in code.replace("\\\n", " ").splitlines():  # join continued lines
+            words = shlex.split(line, comments=True)
+            if words[:1] == ["rlwrappers"]:
+                commands.append(words[1:])
+    return commands
+
+
+CLI_PAGES = [page for page in PAGES if cli_commands(page)]
+
+
+def test_the_docs_cli_commands_are_found() -> None:
+    assert ["list"] in cli_commands(ROOT / "docs" / "cli.md")
+    assert {page.name for page in CLI_PAGES} >= {"README.md", "cli.md", "card.md"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", CLI_PAGES, ids=[page.name for page in CLI_PAGES])
+def test_cli_commands_in_the_docs_run(page: Path, tmp_path: Path) -> None:
+    """Each page's commands, in order, in a folder of its own (a page's later commands read its earlier ones')."""
+    for args in cli_commands(page):
         done = subprocess.run(
             [sys.executable, "-m", "rlwrappers.cli", *args], capture_output=True, text=True, cwd=tmp_path, timeout=300
         )
