@@ -270,3 +270,11 @@ def test_prepared_float_noise_refuses_other_dtypes(dtype):
 
     with pytest.raises(InvalidType, match=f"`dtype` must be float32 or float64.*{np.dtype(dtype)}"):
         noise.FloatNoise(0.1, "gaussian", dtype)
+
+
+def test_prepared_float_noise_refuses_an_unknown_distribution():
+    from rlwrappers.error import UnknownName
+    from rlwrappers.functional import noise
+
+    with pytest.raises(UnknownName, match="`dist` must be one of \\['gaussian', 'uniform'\\], received 'gausian'"):
+        noise.FloatNoise(0.1, "gausian", np.float32)

@@ -18,7 +18,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rlwrappers.error import InvalidType
+from rlwrappers.error import InvalidType, UnknownName, did_you_mean
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -228,6 +228,10 @@ class FloatNoise:
         self.dtype = np.dtype(dtype)
         if not self.covers(self.dtype):
             raise InvalidType(f"`dtype` must be float32 or float64 (numpy draws only these), received {self.dtype}")
+        if dist not in DISTRIBUTIONS:
+            raise UnknownName(
+                f"`dist` must be one of {list(DISTRIBUTIONS)}, received {dist!r}.{did_you_mean(dist, DISTRIBUTIONS)}"
+            )
         self.dist = dist
         # 0-d arrays rather than numpy scalars: a ufunc takes them at about two thirds of the cost.
         self._std = np.asarray(std, dtype=self.dtype)
