@@ -183,3 +183,19 @@ def test_init_noise_must_sit_below_wrappers_that_change_observations():
     env = rw.wrap(gym.make("CartPole-v1"), "obs_noise", "init_noise")
     _, info = env.reset(seed=0)
     assert set(info["rlwrappers"]) == {"obs_noise", "init_noise"}
+
+
+@pytest.mark.parametrize(
+    ("env_id", "spec", "name"),
+    [
+        ("rlwrappers/Bowl-v0", "obs_noise(std=(0.1, 0.2, 0.3))", "std"),  # a (1,) observation
+        ("Pendulum-v1", "action_noise(std=(0.1, 0.2))", "std"),  # a (1,) action
+        ("rlwrappers/Bowl-v0", "fgsm(eps=(0.1, 0.2))", "eps"),
+    ],
+)
+def test_a_per_dimension_scale_that_would_grow_the_array_is_refused_when_built(env_id, spec, name):
+    import rlwrappers.testing.bowl  # noqa: F401  (registers the Bowl)
+
+    size = len(spec.split("=(")[1].split(","))
+    with pytest.raises(rw.error.InvalidArgument, match=rf"`{name}` has {size} entries, which does not broadcast"):
+        rw.wrap(gym.make(env_id), spec)

@@ -30,14 +30,14 @@ def _box(space: gym.Space[Any], who: str, arg: str = "observation space") -> gym
 
 
 def check_scale_shape(name: str, scale: float | tuple[float, ...], shape: tuple[int, ...]) -> None:
-    """Raises unless a per-dimension ``scale`` broadcasts to ``shape``."""
+    """Raises unless a per-dimension ``scale`` broadcasts to ``shape`` (without making it larger)."""
     if isinstance(scale, tuple):
         try:
-            np.broadcast_shapes(np.shape(scale), shape)
+            fits = np.broadcast_shapes(np.shape(scale), shape) == shape
         except ValueError:
-            raise InvalidArgument(
-                f"`{name}` has {len(scale)} entries, which does not broadcast to the shape {shape}"
-            ) from None
+            fits = False
+        if not fits:
+            raise InvalidArgument(f"`{name}` has {len(scale)} entries, which does not broadcast to the shape {shape}")
 
 
 @dataclass(kw_only=True)
