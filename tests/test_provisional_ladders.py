@@ -192,7 +192,7 @@ def test_an_env_that_cannot_be_calibrated_says_why_and_what_fixes_it(cache: Path
             "action_space": gym.spaces.Discrete(2),
         },
     )
-    with pytest.raises(CannotCalibrate, match="FlattenObservation"):
+    with pytest.raises(CannotCalibrate, match=r"an agent that takes them whole gets no card.*FlattenObservation"):
         provisional_ladder(dict_env, reference_return=1.0)
     multi = register(
         "rlwrappers-tests/MultiActions-v0",

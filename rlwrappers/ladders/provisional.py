@@ -342,8 +342,9 @@ def _kind(env_id: str, env: gym.Env[Any, Any], preprocessing: str | None) -> str
     if structure.is_structured(space):
         raise CannotCalibrate(
             f"{env_id} cannot be calibrated: a card needs one Box observation, and its observations are a"
-            f" {type(space).__name__}; register the env wrapped in gymnasium.wrappers.FlattenObservation (or keep"
-            f" its image entry with an observation wrapper) and make the card of that ID"
+            f" {type(space).__name__}, so an agent that takes them whole gets no card; an agent trained on the env"
+            f" wrapped in gymnasium.wrappers.FlattenObservation (or on its image entry alone, through an observation"
+            f" wrapper) gets one on that env, registered under an ID of its own"
         )
     raise CannotCalibrate(
         f"{env_id} cannot be calibrated: a card needs float vector observations or uint8 pixel images (H, W, 3 or"
