@@ -920,3 +920,23 @@ def test_intervene_passes_the_wrapper_contract_beyond_toybox() -> None:
         async_vector=False,
     )
     assert {"check_determinism", "check_no_mutation", "check_env_rng_untouched", "check_spec_roundtrip"} <= set(ran)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "intervention", "field", "result"),
+    [
+        ("Pendulum-v1", "m=0", "m", "0"),
+        ("Pendulum-v1", "l*=0", "l", "0.0"),
+        ("CartPole-v1", "tau=0", "tau", "0"),
+        ("CartPole-v1", "length*=2; length-=1.5", "length", "-0.5"),  # made in order
+        ("Acrobot-v1", "LINK_MASS_1=-1", "LINK_MASS_1", "-1"),
+    ],
+)
+def test_an_intervention_that_leaves_a_mass_length_or_time_step_at_or_below_zero_is_refused_when_built(
+    env_id, intervention, field, result
+):
+    with pytest.raises(error.InvalidArgument, match=rf"makes `{field}` {result}, but it must stay > 0"):
+        Intervene(gym.make(env_id), intervention)
+    env = Intervene(gym.make(env_id), f"{field}*=2")  # a positive change is made as before
+    env.reset(seed=0)
+    assert getattr(env.unwrapped, field) > 0

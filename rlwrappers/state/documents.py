@@ -97,6 +97,10 @@ class StateAdapter(abc.ABC):
         """A JSON schema every state of the env fits (None: the checks are made elsewhere, as for Toybox)."""
         return None
 
+    def positive_fields(self) -> dict[str, float]:
+        """The fields that must stay > 0 (masses, lengths, time steps), with their values now; none by default."""
+        return {}
+
 
 class _Native(StateAdapter):
     """An env with the three calls of its own (the Toybox envs)."""
@@ -195,6 +199,9 @@ class _ClassicState(StateAdapter):
 
     def observe(self) -> Any:
         return self._sim.observe()
+
+    def positive_fields(self) -> dict[str, float]:
+        return {name: float(getattr(self.env, name)) for name in self._sim.positive()}
 
     def schema(self) -> dict[str, Any]:
         return {

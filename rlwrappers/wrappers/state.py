@@ -404,7 +404,24 @@ def resolve(
             for a in iv.assignments:
                 schema.check(a)
         resolved.append(iv)
+    _check_positive_fields(state.positive_fields(), resolved)
     return state, tuple(resolved)
+
+
+def _check_positive_fields(values: dict[str, float], interventions: Sequence[Intervention]) -> None:
+    """Raises where the interventions, made in order, leave a field that must stay > 0 at or below 0."""
+    for iv in interventions:
+        for a in iv.assignments:
+            if a.path not in values:
+                continue
+            old = values[a.path]
+            new = a.value if a.op == "set" else old + a.value if a.op == "add" else old * a.value
+            if not new > 0:
+                raise InvalidArgument(
+                    f"intervention `{iv.name}` makes `{a.path}` {new!r}, but it must stay > 0 (a mass, a length, a"
+                    " moment of inertia or a time step)"
+                )
+            values[a.path] = new
 
 
 @dataclass(kw_only=True)
