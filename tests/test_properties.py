@@ -278,3 +278,21 @@ def test_prepared_float_noise_refuses_an_unknown_distribution():
 
     with pytest.raises(UnknownName, match="`dist` must be one of \\['gaussian', 'uniform'\\], received 'gausian'"):
         noise.FloatNoise(0.1, "gausian", np.float32)
+
+
+@pytest.mark.parametrize("dist", ["Gaussian", "laplace", ""])
+def test_every_noise_function_refuses_an_unknown_distribution(dist):
+    from rlwrappers.error import UnknownName
+    from rlwrappers.functional import noise
+
+    rng = np.random.default_rng(0)
+    calls = [
+        lambda: noise.add_noise(np.zeros(3), 1.0, dist, rng),
+        lambda: noise.add_noise(np.zeros(3, np.uint8), 1.0, dist, rng),  # the integer table
+        lambda: noise.noise((3,), 1.0, dist, rng),
+        lambda: noise.scalar_noise(1.0, dist, rng),
+        lambda: noise.FloatNoise(1.0, dist, np.float32),
+    ]
+    for call in calls:
+        with pytest.raises(UnknownName, match=f"`dist` must be one of \\['gaussian', 'uniform'\\], received '{dist}'"):
+            call()

@@ -65,6 +65,8 @@ def _unit_noise(shape: tuple[int, ...], dist: str, rng: np.random.Generator, dty
     """Noise of standard deviation 1 in ``dtype`` (float32 or float64), a new array."""
     if dist == "gaussian":
         return rng.standard_normal(shape, dtype=dtype)
+    if dist != "uniform":
+        raise _unknown(dist)
     unit = rng.random(shape, dtype=dtype)
     unit *= 2.0
     unit -= 1.0
@@ -72,10 +74,18 @@ def _unit_noise(shape: tuple[int, ...], dist: str, rng: np.random.Generator, dty
     return unit
 
 
+def _unknown(dist: Any) -> UnknownName:
+    return UnknownName(
+        f"`dist` must be one of {list(DISTRIBUTIONS)}, received {dist!r}.{did_you_mean(str(dist), DISTRIBUTIONS)}"
+    )
+
+
 def scalar_noise(std: float, dist: str, rng: np.random.Generator) -> float:
     """One draw of :func:`noise` with ``shape=()``, as a float, without building an array (per-step rewards)."""
     if dist == "gaussian":
         return float(rng.standard_normal()) * std
+    if dist != "uniform":
+        raise _unknown(dist)
     return (float(rng.random()) * 2.0 - 1.0) * _SQRT3 * std
 
 
@@ -87,6 +97,8 @@ def integer_noise_table(std: float, dist: str) -> NDArray[np.signedinteger[Any]]
     its values fit (cheaper to gather), int16 otherwise.
     """
     size = 1 << _TABLE_BITS
+    if dist not in DISTRIBUTIONS:
+        raise _unknown(dist)
     if std == 0.0:
         return np.zeros(size, dtype=np.int8)
     reach = min(math.ceil(_TABLE_REACH * std) + 1, _TABLE_LIMIT)
@@ -229,9 +241,7 @@ class FloatNoise:
         if not self.covers(self.dtype):
             raise InvalidType(f"`dtype` must be float32 or float64 (numpy draws only these), received {self.dtype}")
         if dist not in DISTRIBUTIONS:
-            raise UnknownName(
-                f"`dist` must be one of {list(DISTRIBUTIONS)}, received {dist!r}.{did_you_mean(dist, DISTRIBUTIONS)}"
-            )
+            raise _unknown(dist)
         self.dist = dist
         # 0-d arrays rather than numpy scalars: a ufunc takes them at about two thirds of the cost.
         self._std = np.asarray(std, dtype=self.dtype)
