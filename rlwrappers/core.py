@@ -112,6 +112,8 @@ class Perturbation:
     #: Whether its observation records describe the agent's decision on the perturbed observation: they are
     #: reported with the next ``step`` call, completed by :meth:`decided` with the action the agent took.
     records_decision: ClassVar[bool] = False
+    #: Whether it acts only at reset (time 0 of an episode): a schedule that switches on only later is refused.
+    acts_at_reset_only: ClassVar[bool] = False
     #: Once bound to a Dict or Tuple observation space, the keys of the entries it acts on; None otherwise.
     chosen: tuple[str, ...] | None = None
 
@@ -342,6 +344,13 @@ class Entry:
         if self.resample != "activation" and not self.drawn:
             raise InvalidArgument(
                 f"`resample` applies to parameters drawn from a distribution, and `{self.perturbation}` has none"
+            )
+        switching = self.when.switching
+        if self.perturbation.acts_at_reset_only and switching.switches_on and not switching.on_at_reset:
+            raise InvalidArgument(
+                f"`{self.perturbation.name}` acts only at reset (time 0 of an episode), and `when` {self.when}"
+                " switches on only after it, so it would never act; use a schedule active at time 0, such as"
+                " 'always', 'starting(episode=10)' or 'prob(p=0.5, per=\"episode\")'"
             )
         if self.resample == "step" and self.perturbation.channel in ("state", "policy"):
             raise InvalidArgument(

@@ -476,3 +476,18 @@ def test_wrappers_reject_bad_schedules_at_construction():
         rw.RewardNoise(gym.make("Pendulum-v1"), when="windo(start=1, stop=2)")
     with pytest.raises(InvalidProbability):
         rw.wrap(gym.make("Pendulum-v1"), "obs_noise(std=0.1)", when="prob(p=3)")
+
+
+@pytest.mark.parametrize("when", ["starting(step=3)", "window(start=2, stop=4)", "window(start=2, stop=4) | never"])
+def test_init_noise_under_a_schedule_that_switches_on_only_after_reset_is_refused(when):
+    with pytest.raises(rw.error.InvalidArgument, match=r"`init_noise` acts only at reset .* so it would never act"):
+        rw.InitialStateNoise(gym.make("CartPole-v1"), std=0.5, when=when)
+    with pytest.raises(rw.error.InvalidArgument, match="so it would never act"):
+        rw.wrap(gym.make("CartPole-v1"), f"init_noise(std=0.5, when={when!r})")
+
+
+@pytest.mark.parametrize("when", ["always", "never", "starting(episode=1)", "prob(p=0.5, per='episode')"])
+def test_init_noise_acts_under_a_schedule_active_at_reset(when):
+    env = rw.InitialStateNoise(gym.make("CartPole-v1"), std=0.5, when=when)
+    records = [env.reset(seed=seed)[1].get("rlwrappers", {}).get("init_noise", {}) for seed in range(8)]
+    assert any("delta" in record for record in records) == (when != "never")

@@ -83,6 +83,7 @@ class InitialStateNoisePerturbation(Perturbation):
     name = "init_noise"
     channel = "state"
     observes_state = True
+    acts_at_reset_only = True
     reset_fields = {"delta": "float64[]"}
 
     std: float | tuple[float, ...] = 0.1
