@@ -529,9 +529,22 @@ def attach(env: gym.Env[Any, Any], agent: Any) -> int:
     return count
 
 
+def _check_env(env: Any) -> None:
+    """Raises :class:`InvalidType` unless ``env`` is a Gymnasium env (an ID is a common slip)."""
+    if not isinstance(env, gym.Env):
+        hint = f"; make it first: gym.make({env!r})" if isinstance(env, str) else ""
+        raise InvalidType(f"`env` must be a gymnasium.Env, received {env!r} ({type(env).__name__}){hint}")
+
+
 def _unique_labels(entries: Sequence[Entry], taken: set[str]) -> list[str]:
+    """Each entry's label: its own, which must be free, or its perturbation's name, numbered where taken."""
     labels = []
     for entry in entries:
+        if entry.label is not None and entry.label in taken:
+            raise InvalidArgument(
+                f"`label` {entry.label!r} of `{entry.perturbation.name}` is taken by another perturbation of this"
+                f" stack (taken: {sorted(taken)}); labels name the records and log columns, so each must be unique"
+            )
         base = entry.label or entry.perturbation.name
         label, n = base, 2
         while label in taken:
@@ -556,6 +569,7 @@ class PerturbationLayer(gym.Wrapper[Any, Any, Any, Any]):
     """
 
     def __init__(self, env: gym.Env[Any, Any], entries: Sequence[Entry]):
+        _check_env(env)
         gym.Wrapper.__init__(self, env)
         taken = {label for layer in layers(env) for label in layer.labels}
         self.entries: tuple[Entry, ...] = tuple(entries)
@@ -1020,6 +1034,7 @@ class Perturb(PerturbationLayer, RecordConstructorArgs):
         when: str | Schedule | Mapping[str, Any] | None = None,
         allow_nonfinite: bool = False,
     ):
+        _check_env(env)
         if isinstance(perturbations, (str, Mapping, Perturbation)):
             perturbations = [perturbations]
         entries = [Entry.parse(p, when, allow_nonfinite) for p in perturbations]

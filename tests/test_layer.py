@@ -11,7 +11,7 @@ import pytest
 from gymnasium.utils.env_checker import data_equivalence
 
 import rlwrappers as rw
-from rlwrappers.core import layers
+from rlwrappers.core import Perturb, layers
 from rlwrappers.error import MissingExtra
 
 
@@ -199,3 +199,25 @@ def test_a_per_dimension_scale_that_would_grow_the_array_is_refused_when_built(e
     size = len(spec.split("=(")[1].split(","))
     with pytest.raises(rw.error.InvalidArgument, match=rf"`{name}` has {size} entries, which does not broadcast"):
         rw.wrap(gym.make(env_id), spec)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda env: rw.wrap(env, "obs_noise(std=0.1)"),
+        lambda env: rw.ObservationNoise(env, std=0.1),
+        lambda env: Perturb(env, ["reward_noise"]),
+    ],
+)
+def test_an_env_id_in_place_of_an_env_is_refused_with_the_fix(build):
+    with pytest.raises(rw.error.InvalidType, match=r"`env` must be a gymnasium.Env, received 'CartPole-v1' \(str\); "):
+        build("CartPole-v1")
+
+
+def test_a_label_given_twice_in_one_stack_is_refused_and_default_labels_are_numbered():
+    with pytest.raises(rw.error.InvalidArgument, match="`label` 'a' of `reward_noise` is taken"):
+        rw.wrap(gym.make("CartPole-v1"), "obs_noise(std=0.1, label='a')", "reward_noise(std=0.2, label='a')")
+    below = rw.ObservationNoise(gym.make("CartPole-v1"), label="x")
+    with pytest.raises(rw.error.InvalidArgument, match="`label` 'x' of `sticky_action` is taken"):
+        rw.StickyAction(below, p=0.1, label="x")
+    assert rw.wrap(gym.make("CartPole-v1"), "obs_noise", "obs_noise").labels == ("obs_noise", "obs_noise-2")

@@ -192,14 +192,17 @@ def test_labels():
         "obs_noise(std=0.1)",
         "obs_noise(std=0.2)",
         "obs_noise(std=0.3, label='big')",
-        {"name": "reward_noise", "label": "obs_noise-2"},
+        {"name": "reward_noise", "label": "noise-2"},
     )
-    assert env.labels == ("obs_noise", "obs_noise-2", "big", "obs_noise-2-2")
+    assert env.labels == ("obs_noise", "obs_noise-2", "big", "noise-2")
     _, info = env.reset(seed=0)
     assert set(info[INFO_KEY]) == {"obs_noise", "obs_noise-2", "big"}
     _, _, _, _, info = env.step(0)
-    assert set(info[INFO_KEY]) == {"obs_noise", "obs_noise-2", "big", "obs_noise-2-2"}
-    assert "noise" in info[INFO_KEY]["obs_noise-2-2"]
+    assert set(info[INFO_KEY]) == {"obs_noise", "obs_noise-2", "big", "noise-2"}
+    assert "noise" in info[INFO_KEY]["noise-2"]
+    # a label given is the label used: one another perturbation holds already is refused, never renamed
+    with pytest.raises(rw.error.InvalidArgument, match="`label` 'obs_noise-2' of `reward_noise` is taken"):
+        rw.wrap(gym.make("CartPole-v1"), "obs_noise", "obs_noise", {"name": "reward_noise", "label": "obs_noise-2"})
 
 
 @pytest.mark.parametrize(
