@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -105,18 +105,32 @@ def noise_scale(name: str, std: float | tuple[float, ...], dtype: Any, what: str
             raise InvalidArgument(f"`{label}` must be at most {largest:.3g}, the largest {dtype} value, received {s!r}")
 
 
+#: The largest value of an integer range: its values are drawn as 64-bit integers.
+INT_RANGE_MAX: Final = int(np.iinfo(np.int64).max)
+
+
 def int_range(name: str, value: Any, *, minimum: int = 0) -> tuple[int, int]:
-    """Returns ``(low, high)`` from an int (low == high) or a pair with ``minimum <= low <= high``."""
+    """Returns ``(low, high)`` from an int (low == high) or a pair with ``minimum <= low <= high``.
+
+    Both are at most :data:`INT_RANGE_MAX`, since values are drawn between them as 64-bit integers.
+    """
     if isinstance(value, (list, tuple)):
         if len(value) != 2:
             raise InvalidArgument(f"`{name}` must be an int or a pair (low, high), received {value!r}")
-        low = integer(f"{name}[0]", value[0], minimum=minimum)
-        high = integer(f"{name}[1]", value[1], minimum=minimum)
+        low = _bounded(f"{name}[0]", value[0], minimum)
+        high = _bounded(f"{name}[1]", value[1], minimum)
         if low > high:
             raise InvalidArgument(f"`{name}` must have low <= high, received {value!r}")
         return low, high
-    n = integer(name, value, minimum=minimum)
+    n = _bounded(name, value, minimum)
     return n, n
+
+
+def _bounded(name: str, value: Any, minimum: int) -> int:
+    n = integer(name, value, minimum=minimum)
+    if n > INT_RANGE_MAX:
+        raise InvalidArgument(f"`{name}` must be at most {INT_RANGE_MAX} (2**63 - 1), received {value!r}")
+    return n
 
 
 def keys(name: str, given: Iterable[str], known: Sequence[str]) -> None:

@@ -498,6 +498,10 @@ def test_bad_input_raises_at_construction():
 
 
 def test_attacks_check_their_numbers():
-    for bad in (-1, float("nan"), float("inf"), True, "0.1"):
+    for bad in (-1, float("nan"), float("inf"), np.float32(-0.5)):
         with pytest.raises(error.InvalidArgument, match="`eps`"):
             attacks.check_eps("eps", bad)
+    for bad in (True, "0.1", None):
+        with pytest.raises(error.InvalidType, match="`eps`"):
+            attacks.check_eps("eps", bad)
+    assert attacks.check_eps("eps", np.float32(0.5)) == attacks.check_eps("eps", np.int64(1)) / 2 == 0.5

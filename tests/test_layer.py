@@ -221,3 +221,26 @@ def test_a_label_given_twice_in_one_stack_is_refused_and_default_labels_are_numb
     with pytest.raises(rw.error.InvalidArgument, match="`label` 'x' of `sticky_action` is taken"):
         rw.StickyAction(below, p=0.1, label="x")
     assert rw.wrap(gym.make("CartPole-v1"), "obs_noise", "obs_noise").labels == ("obs_noise", "obs_noise-2")
+
+
+def test_attack_budgets_take_numpy_numbers_and_refuse_other_types():
+    env = rw.FGSM(gym.make("CartPole-v1"), eps=np.float32(0.25))
+    assert env.perturbations[0].eps == 0.25
+    with pytest.raises(rw.error.InvalidType, match=r"`eps` must be a finite number >= 0, received '0.1' \(str\)"):
+        rw.FGSM(gym.make("CartPole-v1"), eps="0.1")
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: rw.StickyAction(gym.make("CartPole-v1"), p=1.0, duration=10**30),
+        lambda: rw.StickyAction(gym.make("CartPole-v1"), p=1.0, duration=(2, 2**63)),
+        lambda: rw.wrap(gym.make("CartPole-v1"), f"obs_noise(when=bursts(p=0.5, duration={10**30}))"),
+    ],
+)
+def test_a_duration_beyond_64_bits_is_refused_when_built(build):
+    with pytest.raises(rw.error.InvalidArgument, match=r"must be at most 9223372036854775807 \(2\*\*63 - 1\)"):
+        build()
+    env = rw.StickyAction(gym.make("CartPole-v1"), p=1.0, duration=(1, 2**63 - 1))  # the largest is drawn fine
+    env.reset(seed=0)
+    env.step(0)

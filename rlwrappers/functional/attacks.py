@@ -38,14 +38,16 @@ the generator it is given.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from numbers import Real
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rlwrappers._optional import require
-from rlwrappers.error import InvalidArgument
+from rlwrappers.error import InvalidArgument, InvalidType
 
 if TYPE_CHECKING:
     import torch
@@ -223,7 +225,14 @@ def carlini_wagner(
 
 
 def check_eps(name: str, value: Any) -> float:
-    """``value`` as a float >= 0, or :class:`InvalidArgument` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+    """``value`` (any real number, numpy's included) as a float >= 0; raises naming ``name``.
+
+    Raises:
+        InvalidType: ``value`` is not a number.
+        InvalidArgument: it is negative or not finite.
+    """
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise InvalidType(f"`{name}` must be a finite number >= 0, received {value!r} ({type(value).__name__})")
+    if not math.isfinite(value) or value < 0:
         raise InvalidArgument(f"`{name}` must be a finite number >= 0, received {value!r}")
     return float(value)
