@@ -74,6 +74,13 @@ def entries(space: gym.Space[Any]) -> dict[str, gym.Space[Any]]:
     def visit(prefix: str, sub: gym.Space[Any]) -> None:
         if isinstance(sub, gym.spaces.Dict):
             items: Any = sub.spaces.items()
+            for step in sub.spaces:
+                if not isinstance(step, str) or not step or SEPARATOR in step:
+                    raise IncompatibleSpace(
+                        f"the Dict key {step!r}{f' in {prefix!r}' if prefix else ''} cannot be named: entries are named"
+                        f" by non-empty string keys, with {SEPARATOR!r} between the steps of a nested one; rename it"
+                        " with an observation wrapper (gymnasium.wrappers.TransformObservation)"
+                    )
         elif isinstance(sub, gym.spaces.Tuple):
             items = enumerate(sub.spaces)
         else:

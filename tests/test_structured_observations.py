@@ -408,3 +408,20 @@ def test_parameters_drawn_every_step_act_on_the_same_entries():
     assert all(r["rotate"]["keys"] == ("camera",) for r in records)
     again = played(rw.wrap(gym.make(reach.DICT_ID), *next(rw.core.layers(env)).specs), steps=4)[1]
     assert [r["obs_noise"]["std"] for r in again] == stds
+
+
+@pytest.mark.parametrize(
+    ("entries", "shown"),
+    [
+        ({"arm/pos": gym.spaces.Box(-1.0, 1.0, (3,), np.float32)}, "'arm/pos'"),
+        ({0: gym.spaces.Box(-1.0, 1.0, (3,), np.float32)}, "0"),
+        ({"x": gym.spaces.Dict({"a/b": gym.spaces.Box(-1.0, 1.0, (3,), np.float32)})}, "'a/b' in 'x'"),
+    ],
+)
+@pytest.mark.parametrize("spec", ["obs_noise(std=0.1)", "jpeg(quality=50)"])
+def test_a_dict_key_that_cannot_be_named_is_refused_when_built(entries, shown, spec):
+    class Keyed(gym.Env):
+        observation_space, action_space = gym.spaces.Dict(entries), gym.spaces.Discrete(2)
+
+    with pytest.raises(IncompatibleSpace, match=rf"the Dict key {shown} cannot be named"):
+        rw.wrap(Keyed(), spec)
