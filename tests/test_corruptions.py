@@ -307,6 +307,7 @@ BAD: list[tuple[str, Callable[[], Any], type[Exception], tuple[str, ...]]] = [
     ),
     ("k-zero", lambda: corruptions.median_blur(GRAY, 0), error.InvalidArgument, ("`k`", "received 0")),
     ("k-negative", lambda: corruptions.median_blur(GRAY, -3), error.InvalidArgument, ("`k`", "received -3")),
+    ("k-huge", lambda: corruptions.median_blur(GRAY, 1001), error.InvalidArgument, ("`k` must be at most 255", "1001")),
     ("k-float", lambda: corruptions.median_blur(GRAY, 3.0), error.InvalidType, ("`k`", "3.0", "float")),
     ("k-bool", lambda: corruptions.median_blur(GRAY, True), error.InvalidType, ("`k`", "True")),
     ("degrees-inf", lambda: corruptions.rotate(GRAY, math.inf), error.InvalidArgument, ("`degrees`", "inf")),
@@ -579,3 +580,11 @@ def test_importing_the_modules_does_not_import_opencv():
     code = "import sys, rlwrappers.functional.corruptions, rlwrappers.wrappers.corruption; print('cv2' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_the_largest_median_kernel_blurs_and_a_larger_one_is_refused_when_built():
+    env = SpaceEnv(gym.spaces.Box(0, 255, (84, 84, 3), np.uint8), gym.spaces.Discrete(2))
+    blurred, _ = rw.MedianBlur(env, k=255).reset(seed=0)
+    assert blurred.shape == (84, 84, 3)
+    with pytest.raises(error.InvalidArgument, match="`k` must be at most 255, received 1001"):
+        rw.MedianBlur(env, k=1001)  # opencv's own filter fails on it at the first frame

@@ -99,12 +99,19 @@ def _size(image: tuple[int, ...], layout: str) -> tuple[int, int]:
     return (image[0], image[1]) if layout == "hwc" else (image[-2], image[-1])
 
 
+#: The largest median kernel: opencv's median filter fails on some larger ones (from about 360 pixels on the
+#: smallest frames), and one this wide already takes its median over most of an Atari frame.
+MAX_KERNEL_SIZE: Final = 255
+
+
 def check_kernel_size(k: Any) -> int:
-    """``k`` as an odd int >= 1 (a median blur's kernel size); raises otherwise."""
+    """``k`` as an odd int from 1 to :data:`MAX_KERNEL_SIZE` (a median blur's kernel size); raises otherwise."""
     if isinstance(k, bool) or not isinstance(k, Integral):
         raise InvalidType(f"`k` must be an odd integer >= 1, received {k!r} ({type(k).__name__})")
     if int(k) < 1 or int(k) % 2 == 0:
         raise InvalidArgument(f"`k` must be an odd integer >= 1, received {k!r}")
+    if int(k) > MAX_KERNEL_SIZE:
+        raise InvalidArgument(f"`k` must be at most {MAX_KERNEL_SIZE}, received {k!r}")
     return int(k)
 
 
@@ -377,7 +384,7 @@ def median_blur(x: NDArray[np.uint8], k: int, layout: str | None = None) -> NDAr
 
     Args:
         x: uint8 frames, any leading batch axes.
-        k: the kernel size in pixels, odd and >= 1 (1 keeps the frame).
+        k: the kernel size in pixels, odd, from 1 (which keeps the frame) to 255.
         layout: the layout of one observation; None infers it.
 
     Returns:

@@ -127,7 +127,7 @@ class MedianBlurPerturbation(_Corruption):
     version: :func:`rlwrappers.functional.corruptions.median_blur`.
 
     Args:
-        k: the kernel size in pixels, odd and >= 1 (1 keeps the frame).
+        k: the kernel size in pixels, odd, from 1 (which keeps the frame) to 255.
         layout: the observation's layout, "hw", "hwc" or "chw"; None infers it from the space's shape.
     """
 
