@@ -24,7 +24,7 @@ import pytest
 import rlwrappers as rw
 from rlwrappers import zoo
 from rlwrappers.agents.rl_zoo import AgentFiles, read_training
-from rlwrappers.error import IncompatibleSpace, InvalidArgument, MissingFile, UntrustedFileWarning
+from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType, MissingFile, UntrustedFileWarning
 from rlwrappers.studies import EnvSetup, Execution
 from rlwrappers.studies.design import episode_seed
 
@@ -481,6 +481,8 @@ def test_the_frame_stack_equals_vec_frame_stack() -> None:
 
 
 def test_frame_stack_arguments_are_checked() -> None:
+    import rlwrappers.envs  # noqa: F401  (registers Catch)
+
     from rlwrappers.wrappers.frames import StackFrames
 
     with pytest.raises(InvalidArgument, match="`frames` must be an int >= 1, received 0"):
@@ -489,6 +491,19 @@ def test_frame_stack_arguments_are_checked() -> None:
         StackFrames(gym.make("CartPole-v1"), 2, channels_order="middle")
     with pytest.raises(InvalidArgument, match="`pad`"):
         StackFrames(gym.make("CartPole-v1"), 2, pad=np.zeros(3))
+    for pad in ("abc", None):
+        with pytest.raises(InvalidType, match="`pad` must be a number or an array of numbers"):
+            StackFrames(gym.make("CartPole-v1"), 2, pad=pad)
+    for pad, reason in ((np.nan, "finite"), (1e40, r"finite in float32 \(at most 3.40282e\+38\)")):
+        with pytest.raises(InvalidArgument, match=f"`pad` must be {reason}"):
+            StackFrames(gym.make("CartPole-v1"), 2, pad=pad)
+    assert StackFrames(gym.make("CartPole-v1"), 2, pad=1e40, dtype=np.float64).reset(seed=0)[0][0] == 1e40
+    frames = gym.make("rlwrappers/Catch-v0")  # uint8 frames
+    for pad in (300, -1, 0.5):
+        with pytest.raises(InvalidArgument, match="`pad` must be whole numbers from 0 to 255 for uint8"):
+            StackFrames(frames, 2, pad=pad)
+    with pytest.raises(InvalidType, match="`dtype` must be a numpy dtype, received 'foo'"):
+        StackFrames(gym.make("CartPole-v1"), 2, dtype="foo")
     with pytest.raises(IncompatibleSpace, match="Box observation"):
         StackFrames(gym.make("FrozenLake-v1"), 2)
 

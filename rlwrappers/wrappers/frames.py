@@ -15,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 from numpy.typing import NDArray
 
-from rlwrappers.error import IncompatibleSpace, InvalidArgument
+from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType
 
 __all__ = ["CHANNEL_ORDERS", "StackFrames", "channels_first"]
 
@@ -27,6 +27,25 @@ def channels_first(space: gym.spaces.Box) -> bool:
     """Whether SB3 reads ``space`` as a channel-first image: 3-D, uint8 in [0, 255], its first axis the smallest."""
     image = space.dtype == np.uint8 and len(space.shape) == 3 and (space.low == 0).all() and (space.high == 255).all()
     return bool(image and int(np.argmin(space.shape)) == 0)
+
+
+def _padding(pad: Any, dtype: np.dtype[Any]) -> NDArray[Any]:
+    """``pad`` as an array of ``dtype``: finite numbers that ``dtype`` holds exactly (whole ones for integers)."""
+    given = np.asarray(pad)
+    if given.dtype.kind not in "biuf":
+        raise InvalidType(f"`pad` must be a number or an array of numbers, received {pad!r}")
+    wide = given.astype(np.float64)
+    if not np.all(np.isfinite(wide)):
+        raise InvalidArgument(f"`pad` must be finite, received {pad!r}")
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not (np.all(wide == np.round(wide)) and np.all((wide >= info.min) & (wide <= info.max))):
+            raise InvalidArgument(
+                f"`pad` must be whole numbers from {info.min} to {info.max} for {dtype}, received {pad!r}"
+            )
+    elif dtype.kind == "f" and not np.all(np.abs(wide) <= np.finfo(dtype).max):
+        raise InvalidArgument(f"`pad` must be finite in {dtype} (at most {np.finfo(dtype).max:g}), received {pad!r}")
+    return given.astype(dtype)
 
 
 class StackFrames(gym.ObservationWrapper[Any, Any, Any], gym.utils.RecordConstructorArgs):
@@ -71,10 +90,13 @@ class StackFrames(gym.ObservationWrapper[Any, Any, Any], gym.utils.RecordConstru
             raise InvalidArgument(f"`frames` must be an int >= 1, received {frames!r}")
         if channels_order not in CHANNEL_ORDERS:
             raise InvalidArgument(f"`channels_order` must be one of {CHANNEL_ORDERS}, received {channels_order!r}")
-        dtype = np.dtype(space.dtype if dtype is None else dtype)
+        try:
+            dtype = np.dtype(space.dtype if dtype is None else dtype)
+        except TypeError:
+            raise InvalidType(f"`dtype` must be a numpy dtype, received {dtype!r}") from None
         if not np.can_cast(space.dtype, dtype, casting="safe"):
             raise InvalidArgument(f"`dtype` must hold the observations' {space.dtype}, received {dtype}")
-        padding = np.asarray(pad, dtype=dtype)
+        padding = _padding(pad, dtype)
         if padding.shape not in ((), space.shape):
             raise InvalidArgument(f"`pad` must be a number or an array of shape {space.shape}, received {pad!r}")
         gym.utils.RecordConstructorArgs.__init__(self, frames=frames, channels_order=channels_order, dtype=str(dtype))
