@@ -27,7 +27,7 @@ import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec, WrapperSpec
 
 from rlwrappers.core import Entry, Perturb, Perturbation
-from rlwrappers.error import InvalidArgument, UnknownName, did_you_mean
+from rlwrappers.error import InvalidArgument, InvalidType, UnknownName, did_you_mean
 from rlwrappers.uncertainty import uncertainty_set
 
 __all__ = [
@@ -63,11 +63,31 @@ def base_ids() -> dict[str, str]:
 
 
 def _base_spec(base_id: str) -> EnvSpec:
+    if not isinstance(base_id, str):
+        raise InvalidType(f"`base_id` must be a registered env ID (a string), received {base_id!r}")
     try:
         return gym.spec(base_id)
     except gym.error.Error:
         known = list(gym.registry)
         raise UnknownName(f"no env registered as `{base_id}`.{did_you_mean(base_id, known)}") from None
+
+
+def _check_kwargs(base: EnvSpec, kwargs: Mapping[str, Any]) -> None:
+    """Raises :class:`InvalidArgument` for a keyword argument the base env's entry point does not take."""
+    entry: Any = base.entry_point
+    creator = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
+    try:
+        parameters = inspect.signature(creator).parameters
+    except (TypeError, ValueError):  # a callable without a signature to read: gym.make will say
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    taken = [name for name, p in parameters.items() if p.kind is not inspect.Parameter.POSITIONAL_ONLY]
+    for key in kwargs:
+        if key not in taken:
+            raise InvalidArgument(
+                f"`{base.id}` takes no keyword argument `{key}`; it takes {taken}.{did_you_mean(key, taken)}"
+            )
 
 
 def _slug(entries: list[Entry], kwargs: Mapping[str, Any]) -> str:
@@ -141,8 +161,12 @@ def _register(
     entries = [Entry.parse(s, when) for s in specs]
     if not entries:
         raise InvalidArgument(f"`register` needs at least one perturbation spec for `{base_id}`, received none")
+    if kwargs:
+        _check_kwargs(base, kwargs)
     if name is None:
         name = f"{base.name}-{_slug(entries, kwargs)}"
+    elif not isinstance(name, str):
+        raise InvalidType(f"`name` must be a string, received {name!r}")
     elif not re.fullmatch(r"[\w.-]+", name):
         raise InvalidArgument(f"`name` must use letters, digits, '_', '.' and '-', received {name!r}")
     env_id = gym.envs.registration.get_env_id(NAMESPACE, name, base.version)

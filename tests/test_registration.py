@@ -239,3 +239,14 @@ def test_rlwrappers_list_lists_the_catalogue():
     assert listed == [e.id for e in rw.catalogue()]
     for e in rw.catalogue():
         assert e.spec in out and e.doc in out
+
+
+def test_register_checks_its_arguments_when_called():
+    with pytest.raises(rw.error.InvalidArgument, match=r"`CartPole-v1` takes no keyword argument `bogus`; it takes \["):
+        rw.register("CartPole-v1", "obs_noise(std=0.1)", bogus=1)
+    with pytest.raises(rw.error.InvalidType, match="`name` must be a string, received 5"):
+        rw.register("CartPole-v1", "obs_noise(std=0.1)", name=5)
+    with pytest.raises(rw.error.InvalidType, match="`base_id` must be a registered env ID"):
+        rw.register(5, "obs_noise(std=0.1)")
+    taken = rw.register("CartPole-v1", "obs_noise(std=0.1)", sutton_barto_reward=True)  # an argument the env takes
+    assert gym.make(taken).unwrapped._sutton_barto_reward is True

@@ -139,7 +139,7 @@ def test_entries_that_are_not_specs_of_the_namespace_are_left_out() -> None:
 @pytest.mark.usefixtures("isolated")
 def test_an_id_that_cannot_go_is_listed_with_the_reason_and_fails_clearly_where_inherited() -> None:
     env_id = rw.register("Pendulum-v1", "obs_noise(std=0.1)", name="NotJson", g=np.float32(9.0))
-    tupled = rw.register("CartPole-v1", "obs_noise(std=0.1)", name="Tupled", wide=(1, 2))
+    tupled = rw.register("Hopper-v5", "obs_noise(std=0.1)", name="Tupled", healthy_angle_range=(-0.2, 0.2))
     assert "JSON cannot carry" in str(recorded()[env_id]["unavailable"])
     assert "come back equal" in str(recorded()[tupled]["unavailable"])
     del gym.registry[env_id]  # as in a child process
