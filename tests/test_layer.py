@@ -244,3 +244,9 @@ def test_a_duration_beyond_64_bits_is_refused_when_built(build):
     env = rw.StickyAction(gym.make("CartPole-v1"), p=1.0, duration=(1, 2**63 - 1))  # the largest is drawn fine
     env.reset(seed=0)
     env.step(0)
+
+
+def test_init_noise_that_could_overflow_the_observations_dtype_is_refused_when_built():
+    with pytest.raises(rw.error.InvalidArgument, match=r"`std` must be at most 1.06e\+37 on float32 observations"):
+        rw.InitialStateNoise(gym.make("CartPole-v1"), std=1e38)  # CartPole observes its state as float32
+    rw.InitialStateNoise(gym.make("CartPole-v1"), std=1e30)

@@ -201,12 +201,17 @@ def test_the_error_names_the_episode() -> None:
             env.step(torque)
 
 
-def test_initial_state_noise_that_overflows_is_caught_at_reset() -> None:
-    env = rw.wrap(gym.make("CartPole-v1"), "init_noise(std=1e300)")
+def test_initial_state_noise_that_overflows_is_refused_when_built_or_caught_when_the_env_overflows() -> None:
+    # the state comes back as CartPole's float32 observations: noise that could overflow them is refused
+    with pytest.raises(InvalidArgument, match=r"`std` must be at most 1.06e\+37 on float32 observations"):
+        rw.wrap(gym.make("CartPole-v1"), "init_noise(std=1e300)")
+    # noise within the limit leaves a finite state, from which the env's own step overflows: named, typed
+    env = rw.wrap(gym.make("CartPole-v1"), "init_noise(std=1e37)")
+    env.reset(seed=0)
     with pytest.raises(
-        PerturbationError, match=r"^`init_noise` \(init_noise\(std=1e\+300\)\) .* at time 0 of episode 0"
+        PerturbationError, match=r"^`init_noise` \(init_noise\(std=1e\+37\)\) made the env .* at time 1 of episode 0"
     ):
-        env.reset(seed=0)
+        env.step(0)
 
 
 def test_observation_noise_that_overflows_is_named() -> None:

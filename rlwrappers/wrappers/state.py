@@ -75,8 +75,9 @@ class InitialStateNoisePerturbation(Perturbation):
     of an episode. The log's episode row records the noise added (``delta``).
 
     Args:
-        std: the noise's standard deviation: a number, or one per state dimension, at most about 5.6e306
-            (the largest float over 32), so the noise cannot overflow to inf.
+        std: the noise's standard deviation: a number, or one per state dimension, at most the largest value
+            of the observations' float dtype over 32 (about 1.1e37 for float32, 5.6e306 for float64), so the
+            noise cannot overflow to inf.
         dist: "gaussian", or "uniform" (on [-a, a] with a = std * sqrt(3)).
     """
 
@@ -101,6 +102,9 @@ class InitialStateNoisePerturbation(Perturbation):
         check_observations_from_state(
             env, "init_noise", "recomputes the observation from the env's state", "init_noise"
         )
+        observed = env.observation_space  # the state comes back through observations of this dtype
+        if isinstance(observed, gym.spaces.Box):
+            _check.noise_scale("std", self.std, observed.dtype, "observations of the state")
         self._std = np.asarray(self.std, dtype=np.float64)
 
     @override
