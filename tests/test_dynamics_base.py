@@ -202,3 +202,14 @@ def test_lunar_lander_shifts_change_its_flight_the_same_way_on_every_run() -> No
 
     with pytest.raises(StateNotSettable, match="LunarLander's parameters can be set, not its state"):
         rw.wrap(gym.make("LunarLander-v3"), "init_noise(std=0.1)")
+
+
+def test_a_shift_naming_one_element_twice_is_refused():
+    pytest.importorskip("mujoco")
+    with pytest.raises(
+        InvalidArgument, match=r"`values` names one element twice, as 'body_mass\[1\]' and 'body_mass\[ 1 \]'"
+    ):
+        rw.DynamicsShift(gym.make("Hopper-v5"), values={"body_mass[1]": 3.0, "body_mass[ 1 ]": 4.0})
+    with pytest.raises(InvalidArgument, match=r"`scales` names one element twice"):
+        rw.DynamicsShift(gym.make("Hopper-v5"), scales={"geom_friction[:, 0]": 1.1, "geom_friction[ :,0]": 1.2})
+    rw.DynamicsShift(gym.make("Hopper-v5"), values={"body_mass[1]": 3.0, "body_mass[2]": 4.0})  # two elements

@@ -220,6 +220,12 @@ class DynamicsShiftPerturbation(Perturbation):
             if np.any(np.asarray(factor) < 0):
                 raise InvalidArgument(f"`scales[{key!r}]` must be >= 0, received {factor!r}")
         self._keys = {arg: {key: _element(arg, key) for key in getattr(self, arg)} for arg in ("values", "scales")}
+        for arg, keys in self._keys.items():
+            seen: dict[str, str] = {}
+            for key, element in keys.items():
+                same = seen.setdefault(repr(element), key)
+                if same != key:
+                    raise InvalidArgument(f"`{arg}` names one element twice, as {same!r} and {key!r}")
 
     @override
     def bind(self, env: gym.Env[Any, Any], observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
