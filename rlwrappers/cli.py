@@ -589,12 +589,13 @@ def _run_arguments(parser: argparse.ArgumentParser, *, trained_env: bool = False
     )
     _agent_file_arguments(parser)
     parser.add_argument("--episodes", type=int, default=10, help="episodes per run (default: 10)")
-    parser.add_argument(
+    seeds = parser.add_mutually_exclusive_group()
+    seeds.add_argument(
         "--seeds",
         type=int,
         help=f"number of run seeds, 0..N-1 (default: {SEEDS}; 10 with --shift-at-episode or --observational)",
     )
-    parser.add_argument("--seed-list", type=int, nargs="+", metavar="SEED", help="explicit run seeds instead")
+    seeds.add_argument("--seed-list", type=int, nargs="+", metavar="SEED", help="explicit run seeds instead")
     parser.add_argument("--out", required=True, help="the run directory")
     parser.add_argument("--stochastic", action="store_true", help="sample actions (seeded per episode)")
     parser.add_argument("--lives-as-episodes", action="store_true", help="Atari: one life is one episode")
@@ -1147,6 +1148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
     parser, listing = _parser()
     args = parser.parse_args(argv)
+    out = getattr(args, "out", None)
+    if isinstance(out, str) and os.path.exists(out) and not os.path.isdir(out):
+        parser.error(f"--out {out!r} is a file, not a folder; name a new or empty folder")
     handlers: dict[str, Any] = {
         "demo": _demo,
         "evaluate": _evaluate,
@@ -1170,11 +1174,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Error as exc:  # the library's own errors are messages for the user, not crashes
         print(f"rlwrappers {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except (gym.error.UnregisteredEnv, gym.error.DeprecatedEnv) as exc:  # a mistyped env ID: gymnasium says which
+        print(f"rlwrappers {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as stop:
         return _interrupted(args, stop)
     except BrokenPipeError:  # the reader stopped early (`rlwrappers list | head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a path that cannot be made, read or written: the path and the reason, no traceback
+        if exc.filename is None:
+            raise
+        print(f"rlwrappers {args.command}: error: {exc.strerror}: {exc.filename!r}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

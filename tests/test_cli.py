@@ -138,6 +138,19 @@ def test_list_agents_prints_the_zoo():
     assert "seeds 0,1,2" in result.stdout
 
 
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [("a-file", "--out 'a-file' is a file, not a folder"), ("/proc/rlwrappers-run", "No such file or directory")],
+)
+def test_an_out_that_cannot_be_a_folder_exits_with_2_and_one_line(tmp_path, out, message):
+    (tmp_path / "a-file").write_text("kept\n")
+    args = [*CARTPOLE, "--episodes", "1", "--seeds", "1", "--quiet", "--out", out]
+    result = subprocess.run([*COMMANDS["script"], *args], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert (tmp_path / "a-file").read_text() == "kept\n"
+
+
 @pytest.mark.slow
 def test_evaluate_then_report_from_the_command_line(tmp_path):
     out = tmp_path / "run"
@@ -185,6 +198,13 @@ CARTPOLE = ["evaluate", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1"]
             "`shift_at` must be an episode in 1 .. 9",
         ),
         ([*CARTPOLE, "--observational", "--when", "always"], "--observational sets when"),
+        (
+            ["evaluate", "--env", "CartPol-v1", "--agent", "ppo-CartPole-v1"],
+            "Environment `CartPol` doesn't exist. Did you mean: `CartPole`?",
+        ),
+        ([*CARTPOLE, "--seeds", "3", "--seed-list", "7"], "argument --seed-list: not allowed with argument --seeds"),
+        ([*CARTPOLE, "--seeds", "10000000000"], "`seeds` must be a count from 1 to 1,000,000"),
+        ([*CARTPOLE, "--atari"], "needs an Atari env (ALE, or a Toybox game)"),
     ],
 )
 def test_bad_input_exits_with_2_and_one_line(tmp_path, args, message):

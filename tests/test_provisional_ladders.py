@@ -182,6 +182,9 @@ def test_an_env_that_cannot_be_calibrated_says_why_and_what_fixes_it(cache: Path
     )
     with pytest.raises(CannotCalibrate, match=r"no episode ended within .* 500 steps.*--max-episode-steps N"):
         provisional_ladder(endless, reference_return=100.0, steps=500)
+    for limit in (0, -1, 2.5, True):
+        with pytest.raises(InvalidArgument, match=r"`max_episode_steps` \(--max-episode-steps\) must be an int >= 1"):
+            provisional_ladder(endless, reference_return=100.0, steps=500, env_kwargs={"max_episode_steps": limit})
     limited = provisional_ladder(endless, reference_return=100.0, steps=500, env_kwargs={"max_episode_steps": 50})
     assert limited.env_kwargs == {"max_episode_steps": 50} and limited.recovery.start == 10
     dict_env = register(

@@ -160,6 +160,9 @@ def _kwargs(env_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
         raise InvalidArgument(
             f"`env_kwargs` must hold JSON values (a ladder's file keeps them), received {env_kwargs!r}"
         ) from None
+    limit = kwargs.get("max_episode_steps")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InvalidArgument(f"`max_episode_steps` (--max-episode-steps) must be an int >= 1, received {limit!r}")
     return kwargs
 
 

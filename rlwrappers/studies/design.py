@@ -193,11 +193,18 @@ def directory_name(name: str) -> str:
     return re.sub(r"[^\w.=,-]+", "_", name).strip("_") or "_"
 
 
+#: The most run seeds a count may ask for: each is a run (its list alone would not fit in memory far beyond).
+MAX_SEED_COUNT: Final = 1_000_000
+
+
 def parse_seeds(seeds: int | Sequence[int]) -> list[int]:
     """The run seeds: ``range(seeds)`` for a count, else the checked list."""
     if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
-        if seeds < 1:
-            raise InvalidArgument(f"`seeds` must be >= 1 (a count) or a list of seeds, received {seeds!r}")
+        if not 1 <= seeds <= MAX_SEED_COUNT:
+            raise InvalidArgument(
+                f"`seeds` must be a count from 1 to {MAX_SEED_COUNT:,} (each seed is a run) or a list of seeds,"
+                f" received {seeds!r}"
+            )
         return list(range(int(seeds)))
     if isinstance(seeds, Sequence) and not isinstance(seeds, str) and seeds:
         out = []

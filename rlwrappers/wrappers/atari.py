@@ -10,7 +10,7 @@ from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 
 from rlwrappers import _optional
 from rlwrappers.core import INFO_KEY, wrapper_chain
-from rlwrappers.error import InvalidArgument, InvalidType
+from rlwrappers.error import IncompatibleSpace, InvalidArgument, InvalidType
 
 __all__ = ["GamesAsEpisodes", "LivesAsEpisodes", "ReseedWithoutReload", "atari_wrapper", "without_reloads"]
 
@@ -362,6 +362,11 @@ def atari_wrapper(env: gym.Env[Any, Any], frame_stack: int = 4, games: bool = Fa
     frame_stack = _check_frame_stack(frame_stack)
     if not isinstance(games, bool):
         raise InvalidType(f"`games` must be a bool, received {games!r}")
+    if not callable(getattr(env.unwrapped, "get_action_meanings", None)):
+        raise IncompatibleSpace(
+            f"SB3's Atari preprocessing (--atari) needs an Atari env (ALE, or a Toybox game), whose actions have"
+            f" meanings (get_action_meanings); {type(env.unwrapped).__name__} is not one"
+        )
     if games:
         return GamesAsEpisodes(env, frame_stack)
     return _preprocessing(env, frame_stack, "reset")[0]
