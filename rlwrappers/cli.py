@@ -29,7 +29,7 @@ from rlwrappers import schedule
 from rlwrappers.core import perturbations
 from rlwrappers.error import Error, InvalidArgument
 from rlwrappers.registration import base_ids, catalogue
-from rlwrappers.studies.design import INDEX_FILE, EnvSetup, Execution, Timing
+from rlwrappers.studies.design import INDEX_FILE, SPEC_FILE, EnvSetup, Execution, Timing
 from rlwrappers.studies.interrupts import Interrupted
 from rlwrappers.studies.shift_impact import DEFAULT_STRIKE
 from rlwrappers.studies.sweep import SWEEPS
@@ -1144,13 +1144,43 @@ def _interrupted(args: argparse.Namespace, stop: KeyboardInterrupt) -> int:
     return 128 + signum
 
 
+#: The file at the top of a command's --out folder that says which command wrote it.
+_OUT_MARKS: Final = {
+    "demo": SPEC_FILE,
+    "evaluate": SPEC_FILE,
+    "sweep": SPEC_FILE,
+    "explain": "explain.json",
+    "robustness": "robustness.json",
+    "worst-case": "worst_case.json",
+    "card": "card.json",
+    "card --compare": "leaderboard.html",
+}
+
+
+def _out_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--out`` cannot take this command's results: a file, or a folder holding another command's results."""
+    out = getattr(args, "out", None)
+    if not isinstance(out, str) or not os.path.exists(out):
+        return None
+    if not os.path.isdir(out):
+        return f"--out {out!r} is a file, not a folder; name a new or empty folder"
+    command = "card --compare" if args.command == "card" and args.compare else args.command
+    own = _OUT_MARKS.get(command)
+    if own is None:
+        return None
+    others = sorted({mark for mark in _OUT_MARKS.values() if mark != own and os.path.exists(os.path.join(out, mark))})
+    if others:
+        return f"--out {out!r} holds another command's results ({others[0]}); name a new or empty folder"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
     parser, listing = _parser()
     args = parser.parse_args(argv)
-    out = getattr(args, "out", None)
-    if isinstance(out, str) and os.path.exists(out) and not os.path.isdir(out):
-        parser.error(f"--out {out!r} is a file, not a folder; name a new or empty folder")
+    problem = _out_problem(args)
+    if problem is not None:
+        parser.error(problem)
     handlers: dict[str, Any] = {
         "demo": _demo,
         "evaluate": _evaluate,

@@ -138,6 +138,30 @@ def test_list_agents_prints_the_zoo():
     assert "seeds 0,1,2" in result.stdout
 
 
+def test_a_command_refuses_a_folder_holding_another_commands_results(tmp_path):
+    run_dir = tmp_path / "run"
+    made = subprocess.run(
+        [*COMMANDS["script"], *CARTPOLE, "--episodes", "1", "--seeds", "1", "--quiet", "--no-report", "--out", "run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert made.returncode == 0, made.stderr
+    before = sorted(p.relative_to(run_dir) for p in run_dir.rglob("*"))
+    for args in (
+        ["explain", "--agent", "ppo-CartPole-v1", "--env", "CartPole-v1", "--method", "rise", "--states", "2"],
+        ["robustness", "--env", "CartPole-v1", "--pipeline", "ppo-CartPole-v1", "--intervention", "x+=1.0"],
+        ["card", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1", "--seeds", "1", "--episodes", "1"],
+    ):
+        result = subprocess.run(
+            [*COMMANDS["script"], *args, "--out", "run"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+        )
+        assert result.returncode == 2
+        assert "--out 'run' holds another command's results (evaluation.json)" in result.stderr
+    assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
+
+
 @pytest.mark.parametrize(
     ("out", "message"),
     [("a-file", "--out 'a-file' is a file, not a folder"), ("/proc/rlwrappers-run", "No such file or directory")],
