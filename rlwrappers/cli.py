@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import signal
 import sys
@@ -414,7 +415,7 @@ def _card(args: argparse.Namespace) -> int:
     from rlwrappers.studies.robustness_card import robustness_card
 
     ladder = _card_ladder(args)
-    families = args.families.split(",") if args.families else None
+    families = args.families.split(",") if args.families is not None else None
     agents = [_files(source, args) for source in args.agent]
     record = robustness_card(
         agents[0] if len(agents) == 1 else agents,
@@ -1181,6 +1182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = _out_problem(args)
     if problem is not None:
         parser.error(problem)
+    minimum = getattr(args, "min_score", None)
+    if minimum is not None and not math.isfinite(minimum):
+        parser.error(f"--min-score must be a finite score, received {minimum!r}")
     handlers: dict[str, Any] = {
         "demo": _demo,
         "evaluate": _evaluate,

@@ -138,6 +138,22 @@ def test_list_agents_prints_the_zoo():
     assert "seeds 0,1,2" in result.stdout
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--compare", "a", "./a", "--out", "board"], "`card_dirs` names one card twice, as 'a' and './a'"),
+        (["--env", "CartPole-v1", "--agent", "ppo-CartPole-v1", "--families=", "--out", "c"], "`families` holds ''"),
+    ],
+)
+def test_card_options_that_would_be_taken_silently_exit_with_2(tmp_path, args, message):
+    (tmp_path / "a").mkdir()
+    result = subprocess.run(
+        [*COMMANDS["script"], "card", *args], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
 def test_a_command_refuses_a_folder_holding_another_commands_results(tmp_path):
     run_dir = tmp_path / "run"
     made = subprocess.run(
@@ -229,6 +245,7 @@ CARTPOLE = ["evaluate", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1"]
         ([*CARTPOLE, "--seeds", "3", "--seed-list", "7"], "argument --seed-list: not allowed with argument --seeds"),
         ([*CARTPOLE, "--seeds", "10000000000"], "`seeds` must be a count from 1 to 1,000,000"),
         ([*CARTPOLE, "--atari"], "needs an Atari env (ALE, or a Toybox game)"),
+        ([*CARTPOLE, "--min-score", "inf"], "--min-score must be a finite score, received inf"),
     ],
 )
 def test_bad_input_exits_with_2_and_one_line(tmp_path, args, message):

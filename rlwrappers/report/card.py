@@ -1373,6 +1373,17 @@ def write_robustness_leaderboard(card_dirs: Sequence[str | os.PathLike[str]], ou
         raise InvalidType(f"`card_dirs` must be a sequence of robustness card folders, received {_short(card_dirs)}")
     if not card_dirs:
         raise InvalidArgument("`card_dirs` must name at least one robustness card, received none")
+    seen: dict[str, str] = {}
+    for path in card_dirs:
+        folder = os.path.realpath(path)
+        if os.path.basename(folder) == _CARD_FILE:  # a card's file names its folder's card
+            folder = os.path.dirname(folder)
+        if folder in seen:
+            raise InvalidArgument(
+                f"`card_dirs` names one card twice, as {seen[folder]!r} and {str(path)!r}; a leaderboard ranks each"
+                " card once"
+            )
+        seen[folder] = str(path)
     records = [read_robustness_card(path) for path in card_dirs]
     page = _leaderboard(records, [repr(str(path)) for path in card_dirs], "card_dirs")
     out = Path(out_dir)
