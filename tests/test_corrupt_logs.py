@@ -208,3 +208,18 @@ def test_a_flipped_bit_in_any_episode_row_of_the_stream_is_never_read(killed: Pa
         assert outcome != "recovered", what
         outcomes.add(outcome)
     assert "prefix" in outcomes
+
+
+@pytest.mark.parametrize(
+    ("runs", "reason"),
+    [
+        ('{"runs": [{"agent": 1}]}', r"run 0 lacks \['shift', 'seed', 'path', 'status'\]"),
+        ('{"runs": "x"}', "lists its runs as str, not a list"),
+        ('{"runs": [5]}', "run 0 lacks"),
+    ],
+)
+def test_an_index_whose_rows_are_damaged_is_named_corrupt(tmp_path, runs, reason):
+    (tmp_path / "evaluation.json").write_text("{}")
+    (tmp_path / "index.json").write_text(runs)
+    with pytest.raises(rw.error.LogError, match=rf"is corrupt: index.json {reason}"):
+        rw.open_evaluation(tmp_path)

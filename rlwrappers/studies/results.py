@@ -292,4 +292,22 @@ def open_evaluation(path: str | os.PathLike[str]) -> Evaluation:
         runs = json.loads((root / INDEX_FILE).read_text())["runs"]
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise LogError(f"the evaluation at {str(root)!r} is corrupt: {exc}") from exc
+    broken = _broken_row(runs)
+    if broken is not None:
+        raise LogError(f"the evaluation at {str(root)!r} is corrupt: {INDEX_FILE} {broken}")
     return Evaluation(root, request, pd.DataFrame(runs))
+
+
+#: What every row of an evaluation's index holds.
+_INDEX_FIELDS: Final = ("agent", "shift", "seed", "path", "status")
+
+
+def _broken_row(runs: Any) -> str | None:
+    """What is wrong with an index's runs, or None: a list of rows, each with every field of :data:`_INDEX_FIELDS`."""
+    if not isinstance(runs, list):
+        return f"lists its runs as {type(runs).__name__}, not a list"
+    for i, row in enumerate(runs):
+        missing = [name for name in _INDEX_FIELDS if name not in row] if isinstance(row, dict) else list(_INDEX_FIELDS)
+        if missing:
+            return f"run {i} lacks {missing} (received {row!r})"
+    return None
