@@ -259,9 +259,9 @@ def _finish(result: Any, args: argparse.Namespace) -> int:
     for name, record in result.request.get("agent_preprocessing", {}).items():
         print(f"Agent {name}: {describe(record)}")
     print(format_table(result.summary()))
-    _protocol_statements(result, args.aggregate)
+    _protocol_statements(result, args.aggregate or "mean")
     if not args.no_report:
-        page = write_report(result, minimum=args.min_score, lpips=_lpips(args), aggregate=args.aggregate)
+        page = write_report(result, minimum=args.min_score, lpips=_lpips(args), aggregate=args.aggregate or "mean")
         impact = page.parent / "impact.csv"
         if impact.exists():
             import pandas as pd
@@ -330,6 +330,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     import rlwrappers as rw
     from rlwrappers.studies import shift_impact
 
+    if args.aggregate is not None and args.observational is None:
+        raise InvalidArgument("--aggregate applies only with --observational (it aggregates that protocol's episodes)")
     when: str | None = args.when
     timing = Timing()
     if args.shift_at_episode is not None:
@@ -358,6 +360,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     from rlwrappers.studies.sweep import sweep
 
+    if args.aggregate is not None:
+        raise InvalidArgument("--aggregate applies only to observational evaluations (evaluate --observational)")
     values = None
     if args.values is not None:
         try:
@@ -548,7 +552,7 @@ def _demo(args: argparse.Namespace) -> int:
     args.episodes, args.seeds, args.seed_list = DEMO_EPISODES, DEMO_SEEDS, None
     args.when, args.stochastic, args.lives_as_episodes, args.backend = None, False, False, "local"
     args.no_report, args.probe, args.atari, args.placement = False, 0, False, "raw"
-    args.min_score, args.lpips_weights, args.aggregate = None, None, "mean"
+    args.min_score, args.lpips_weights, args.aggregate = None, None, None
     args.shift_at_episode, args.play_pre_shift, args.observational, args.outside = None, False, None, None
     args.best_model, args.raw_observations, args.other_env = False, False, False
     return _evaluate(args)
@@ -560,6 +564,8 @@ def _report(args: argparse.Namespace) -> int:
     from rlwrappers.studies.results import open_evaluation
 
     evaluation = open_evaluation(args.run_dir)
+    if args.aggregate is not None and not evaluation.observational:
+        raise InvalidArgument("--aggregate applies only to an observational evaluation (--observational)")
     index = evaluation.index
     missing = index[index["status"] != "complete"]
     if len(missing):
@@ -567,8 +573,9 @@ def _report(args: argparse.Namespace) -> int:
         for run in missing.itertuples():
             print(f"  {run.agent} / {run.shift} / seed {run.seed} ({run.path})")
     print(format_table(evaluation.summary()))
-    _protocol_statements(evaluation, args.aggregate)
-    page = write_report(evaluation, args.out, minimum=args.min_score, lpips=_lpips(args), aggregate=args.aggregate)
+    aggregate = args.aggregate or "mean"
+    _protocol_statements(evaluation, aggregate)
+    page = write_report(evaluation, args.out, minimum=args.min_score, lpips=_lpips(args), aggregate=aggregate)
     print(f"Report: {page.resolve()}")
     return PARTIAL if len(missing) else 0
 
@@ -659,7 +666,6 @@ def _report_arguments(parser: argparse.ArgumentParser, *, skippable: bool = True
     parser.add_argument(
         "--aggregate",
         choices=("mean", "iqm"),
-        default="mean",
         help="observational runs: aggregate each episode over seeds by the mean (default) or the IQM",
     )
     parser.add_argument(
@@ -725,6 +731,8 @@ def _robustness(args: argparse.Namespace) -> int:
     from rlwrappers.report.tables import format_table
     from rlwrappers.studies import offline
 
+    if args.draws is not None and not args.stochastic:
+        raise InvalidArgument("--draws applies only with --stochastic (the draws per state of a stochastic policy)")
     if args.runs:
         if args.pipeline or args.env:
             raise InvalidArgument("--runs gives the env and the pipelines; leave out --env and --pipeline")
@@ -751,7 +759,7 @@ def _robustness(args: argparse.Namespace) -> int:
         p=args.states,
         seed=args.seed,
         stochastic=args.stochastic,
-        t=args.draws,
+        t=offline.DRAWS if args.draws is None else args.draws,
         progress=None if args.quiet else print,
     )
     out = measurement.save(args.out)
@@ -788,13 +796,15 @@ def _explain(args: argparse.Namespace) -> int:
     from rlwrappers.studies import saliency
     from rlwrappers.zoo import load_agent
 
+    if args.threshold is not None and args.select != "highlights":
+        raise InvalidArgument("--threshold applies only with --select highlights (HIGHLIGHTS-DIV's percentile)")
+
     methods = args.method or list(maps.METHODS)
     params = _method_params(methods, args.param)
     env = _make_env(args.env, args.atari, args.agent)
     agent = load_agent(args.agent, observation_space=env.observation_space)
-    states = saliency.collect_states(
-        env, agent, args.states, seed=args.seed, select=args.select, threshold=args.threshold
-    )
+    threshold = 30.0 if args.threshold is None else args.threshold
+    states = saliency.collect_states(env, agent, args.states, seed=args.seed, select=args.select, threshold=threshold)
     print(f"Explaining {args.agent} on {len(states)} states of its game on {args.env}: {', '.join(methods)}.")
     result = saliency.study(
         agent,
@@ -1063,7 +1073,7 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     robustness.add_argument("--states", type=int, default=30, help="states sampled per pipeline (default: 30)")
     robustness.add_argument("--seed", type=int, default=0, help="seeds the guide's game and the draws (default: 0)")
     robustness.add_argument("--stochastic", action="store_true", help="agents sample their actions (t draws)")
-    robustness.add_argument("--draws", type=int, default=30, help="draws per state with --stochastic (default: 30)")
+    robustness.add_argument("--draws", type=int, help="draws per state with --stochastic (default: 30)")
     robustness.add_argument("--out", required=True, help="the output directory")
     robustness.add_argument("--no-report", action="store_true", help="skip the HTML report")
     robustness.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -1096,7 +1106,9 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     )
     explain.add_argument("--states", type=int, default=100, help="states to explain (default: 100)")
     explain.add_argument("--select", choices=("random", "highlights"), default="random", help="how states are picked")
-    explain.add_argument("--threshold", type=float, default=30.0, help="HIGHLIGHTS-DIV's diversity percentile")
+    explain.add_argument(
+        "--threshold", type=float, help="with --select highlights: HIGHLIGHTS-DIV's diversity percentile (default: 30)"
+    )
     explain.add_argument("--sanity", type=int, default=5, help="states that get the sanity check (default: 5)")
     explain.add_argument(
         "--flatten-ssim",

@@ -154,6 +154,42 @@ def test_card_options_that_would_be_taken_silently_exit_with_2(tmp_path, args, m
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["evaluate", "--env", "CartPole-v1", "--agent", "ppo-CartPole-v1", "--aggregate", "iqm"],
+            "--aggregate applies only with --observational",
+        ),
+        (
+            [
+                "robustness",
+                "--env",
+                "CartPole-v1",
+                "--pipeline",
+                "ppo-CartPole-v1",
+                "--intervention",
+                "x+=1",
+                "--draws",
+                "5",
+            ],
+            "--draws applies only with --stochastic",
+        ),
+        (
+            ["explain", "--agent", "ppo-CartPole-v1", "--env", "CartPole-v1", "--threshold", "50"],
+            "--threshold applies only with --select highlights",
+        ),
+    ],
+)
+def test_an_option_given_without_the_one_it_serves_exits_with_2(tmp_path, args, message):
+    result = subprocess.run(
+        [*COMMANDS["script"], *args, "--out", "out"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_command_refuses_a_folder_holding_another_commands_results(tmp_path):
     run_dir = tmp_path / "run"
     made = subprocess.run(
