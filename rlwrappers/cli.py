@@ -803,8 +803,8 @@ def _explain(args: argparse.Namespace) -> int:
     params = _method_params(methods, args.param)
     env = _make_env(args.env, args.atari, args.agent)
     agent = load_agent(args.agent, observation_space=env.observation_space)
-    threshold = 30.0 if args.threshold is None else args.threshold
-    states = saliency.collect_states(env, agent, args.states, seed=args.seed, select=args.select, threshold=threshold)
+    threshold = {} if args.threshold is None else {"threshold": args.threshold}  # else collect_states' default
+    states = saliency.collect_states(env, agent, args.states, seed=args.seed, select=args.select, **threshold)
     print(f"Explaining {args.agent} on {len(states)} states of its game on {args.env}: {', '.join(methods)}.")
     result = saliency.study(
         agent,
@@ -1157,17 +1157,23 @@ def _interrupted(args: argparse.Namespace, stop: KeyboardInterrupt) -> int:
     return 128 + signum
 
 
-#: The file at the top of a command's --out folder that says which command wrote it.
-_OUT_MARKS: Final = {
-    "demo": SPEC_FILE,
-    "evaluate": SPEC_FILE,
-    "sweep": SPEC_FILE,
-    "explain": "explain.json",
-    "robustness": "robustness.json",
-    "worst-case": "worst_case.json",
-    "card": "card.json",
-    "card --compare": "leaderboard.html",
-}
+def _out_marks() -> dict[str, str]:
+    """The file at the top of each command's --out folder that says which command wrote it."""
+    from rlwrappers.report.card import CARD_FILE, LEADERBOARD_FILE
+    from rlwrappers.studies.offline import REQUEST_FILE as ROBUSTNESS_FILE
+    from rlwrappers.studies.saliency import REQUEST_FILE as EXPLAIN_FILE
+    from rlwrappers.studies.worst_case import RESULT_FILE
+
+    return {
+        "demo": SPEC_FILE,
+        "evaluate": SPEC_FILE,
+        "sweep": SPEC_FILE,
+        "explain": EXPLAIN_FILE,
+        "robustness": ROBUSTNESS_FILE,
+        "worst-case": RESULT_FILE,
+        "card": CARD_FILE,
+        "card --compare": LEADERBOARD_FILE,
+    }
 
 
 def _out_problem(args: argparse.Namespace) -> str | None:
@@ -1177,11 +1183,11 @@ def _out_problem(args: argparse.Namespace) -> str | None:
         return None
     if not os.path.isdir(out):
         return f"--out {out!r} is a file, not a folder; name a new or empty folder"
-    command = "card --compare" if args.command == "card" and args.compare else args.command
-    own = _OUT_MARKS.get(command)
+    marks = _out_marks()
+    own = marks.get("card --compare" if args.command == "card" and args.compare else args.command)
     if own is None:
         return None
-    others = sorted({mark for mark in _OUT_MARKS.values() if mark != own and os.path.exists(os.path.join(out, mark))})
+    others = sorted({mark for mark in marks.values() if mark != own and os.path.exists(os.path.join(out, mark))})
     if others:
         return f"--out {out!r} holds another command's results ({others[0]}); name a new or empty folder"
     return None

@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "CARD_FILE",
+    "LEADERBOARD_FILE",
     "ROBUSTNESS_CARD_FORMAT",
     "ROBUSTNESS_CARD_FORMAT_VERSION",
     "read_robustness_card",
@@ -77,10 +79,10 @@ ROBUSTNESS_CARD_FORMAT_VERSION: Final = 2
 #: Each ``format_version`` this module reads, and its schema's file.
 _SCHEMA_FILES: Final = {1: "robustness_card.schema.json", 2: "robustness_card.v2.schema.json"}
 
-_CARD_FILE: Final = "card.json"
+CARD_FILE: Final = "card.json"
 _PAGE_FILE: Final = "card.html"
 _BADGE_FILE: Final = "badge.svg"
-_LEADERBOARD_FILE: Final = "leaderboard.html"
+LEADERBOARD_FILE: Final = "leaderboard.html"
 _LEVELS: Final = (1, 2, 3, 4, 5)
 _STAR, _NO_STAR = "\u2605", "\u2606"
 #: The badge's right-hand colour by stars (shields.io's red to bright green); grey when not rated.
@@ -324,7 +326,7 @@ def write_robustness_card(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     texts = {
-        _CARD_FILE: _card_json(record),
+        CARD_FILE: _card_json(record),
         _PAGE_FILE: _card_page(record, frames),
         _BADGE_FILE: _badge(record),
     }
@@ -344,9 +346,9 @@ def read_robustness_card(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise InvalidType(f"`path` must be a robustness card's card.json or its folder, received {path!r}")
     source = Path(path)
     if source.is_dir():
-        source = source / _CARD_FILE
+        source = source / CARD_FILE
     if not source.is_file():
-        raise MissingFile(f"no robustness card at {str(source)!r}; write_robustness_card writes one as {_CARD_FILE}")
+        raise MissingFile(f"no robustness card at {str(source)!r}; write_robustness_card writes one as {CARD_FILE}")
     try:
         record = json.loads(source.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -1376,7 +1378,7 @@ def write_robustness_leaderboard(card_dirs: Sequence[str | os.PathLike[str]], ou
     seen: dict[str, str] = {}
     for path in card_dirs:
         folder = os.path.realpath(path)
-        if os.path.basename(folder) == _CARD_FILE:  # a card's file names its folder's card
+        if os.path.basename(folder) == CARD_FILE:  # a card's file names its folder's card
             folder = os.path.dirname(folder)
         if folder in seen:
             raise InvalidArgument(
@@ -1388,6 +1390,6 @@ def write_robustness_leaderboard(card_dirs: Sequence[str | os.PathLike[str]], ou
     page = _leaderboard(records, [repr(str(path)) for path in card_dirs], "card_dirs")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / _LEADERBOARD_FILE
+    path = out / LEADERBOARD_FILE
     _write_atomically(path, page)
     return path

@@ -51,6 +51,7 @@ __all__ = [
     "MAX_STEPS",
     "PAPER_BUDGET",
     "PAPER_REFERENCE",
+    "REQUEST_FILE",
     "SELECTIONS",
     "Search",
     "Study",
@@ -69,7 +70,7 @@ PAPER_BUDGET: Final = 3.0
 #: The reference the budget is scaled by: a configuration and its time per map in the paper (Table 2).
 PAPER_REFERENCE: Final = ("occlusion", {"patch": 2, "color": 0.0, "softmax": False}, 2.80)
 _MAPS_FILE: Final = "maps.npz"
-_REQUEST_FILE: Final = "explain.json"
+REQUEST_FILE: Final = "explain.json"
 
 
 def collect_states(
@@ -172,7 +173,7 @@ class Study:
         self.insertion.to_csv(out / "insertion.csv", index=False)
         self.sanity.to_csv(out / "sanity.csv", index=False)
         request = {"params": self.params, "flatten_ssim": self.flatten_ssim}
-        (out / _REQUEST_FILE).write_text(json.dumps(request, indent=1, default=str) + "\n")
+        (out / REQUEST_FILE).write_text(json.dumps(request, indent=1, default=str) + "\n")
         return out
 
     @classmethod
@@ -188,7 +189,7 @@ class Study:
             raise MissingFile(f"no saliency study in {str(source)!r}: {_MAPS_FILE} is missing")
         with np.load(source / _MAPS_FILE) as data:
             arrays = {key: data[key] for key in data.files}
-        request = json.loads((source / _REQUEST_FILE).read_text())
+        request = json.loads((source / REQUEST_FILE).read_text())
         maps = {key[4:]: value for key, value in arrays.items() if key.startswith("map.")}
         return cls(
             states=arrays["states"],

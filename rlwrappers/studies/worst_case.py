@@ -35,11 +35,11 @@ from rlwrappers.uncertainty import SETS, UncertaintySet, uncertainty_set
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["HOLDOUT_SEED", "WorstCase", "load_worst_case", "worst_case"]
+__all__ = ["HOLDOUT_SEED", "RESULT_FILE", "WorstCase", "load_worst_case", "worst_case"]
 
 #: The first held-out seed: far from the search's seeds (0, 1, ...), so no episode is played twice.
 HOLDOUT_SEED: Final = 1_000_000
-_RESULT: Final = "worst_case.json"
+RESULT_FILE: Final = "worst_case.json"
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def worst_case(
         grid_min=float(grid_rows["mean"].min()),
     )
     table.to_csv(root / "points.csv", index=False)
-    (root / _RESULT).write_text(json.dumps(found.summary(), indent=1) + "\n")
+    (root / RESULT_FILE).write_text(json.dumps(found.summary(), indent=1) + "\n")
     return found
 
 
@@ -239,7 +239,7 @@ def _holdout(
 
 def load_worst_case(out: str | os.PathLike[str]) -> dict[str, Any]:
     """The summary a finished search wrote into ``out``."""
-    path = Path(out) / _RESULT
+    path = Path(out) / RESULT_FILE
     if not path.exists():
-        raise MissingFile(f"no worst-case search in {str(out)!r}: {_RESULT} is missing")
+        raise MissingFile(f"no worst-case search in {str(out)!r}: {RESULT_FILE} is missing")
     return dict(json.loads(path.read_text()))

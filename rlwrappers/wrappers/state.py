@@ -155,6 +155,10 @@ _KEY: Final = re.compile(r"([A-Za-z_][\w.]*)(?:\[\s*((?:\d+|:)(?:\s*,\s*(?:\d+|:
 Index = tuple[int | slice, ...]
 
 
+#: What the parameters that must stay > 0 are (:data:`~rlwrappers.state.simulators.POSITIVE_PARAMETERS`).
+_POSITIVE: Final = "a mass, a length, a moment of inertia or a time step"
+
+
 def _element(arg: str, key: str) -> tuple[str, Index | None]:
     """A parameter key's name, and its index (None for the whole parameter)."""
     found = _KEY.fullmatch(key)
@@ -283,7 +287,7 @@ class DynamicsShiftPerturbation(Perturbation):
                 f" it {float(np.min(result))!r}; received values {value!r}, scales {scale!r}"
             )
         if positive and not np.all(result > 0):
-            reason = f"`{key}` is a mass, a length, a moment of inertia or a time step"
+            reason = f"`{key}` is {_POSITIVE}"
             if value is not None and not np.all(start > 0):
                 raise InvalidArgument(f"`values[{key!r}]` must be > 0 ({reason}), received {value!r}")
             raise InvalidArgument(f"`scales[{key!r}]` must leave `{key}` > 0 ({reason}), received {scale!r}")
@@ -429,8 +433,7 @@ def _check_positive_fields(values: dict[str, float], interventions: Sequence[Int
             new = a.value if a.op == "set" else old + a.value if a.op == "add" else old * a.value
             if not new > 0:
                 raise InvalidArgument(
-                    f"intervention `{iv.name}` makes `{a.path}` {new!r}, but it must stay > 0 (a mass, a length, a"
-                    " moment of inertia or a time step)"
+                    f"intervention `{iv.name}` makes `{a.path}` {new!r}, but it must stay > 0 ({_POSITIVE})"
                 )
             values[a.path] = new
 
